@@ -1,0 +1,27 @@
+-- Stage 5: clusters. `components` maps every fingerprint that has a near
+-- pair to its component (labelled by the component's smallest fingerprint,
+-- computed by union-find over near_pairs). Documents sharing a fingerprint
+-- are in one cluster too. Every cluster of two or more documents is listed;
+-- its representative is the first document by the keep rule:
+--   ORDER BY {{keep_order}}
+COPY (
+  WITH groups AS (
+    SELECT simhash, count(*) AS n FROM fingerprints WHERE simhash IS NOT NULL GROUP BY simhash
+  ),
+  members AS (
+    SELECT f.*, COALESCE(c.cluster_id, f.simhash) AS cluster_id
+    FROM fingerprints f
+    JOIN groups g ON f.simhash = g.simhash
+    LEFT JOIN components c ON f.simhash = c.simhash
+    WHERE g.n > 1 OR c.cluster_id IS NOT NULL
+  ),
+  ranked AS (
+    SELECT source, id, simhash, cluster_id,
+           count(*) OVER (PARTITION BY cluster_id) AS cluster_size,
+           row_number() OVER (PARTITION BY cluster_id ORDER BY {{keep_order}}) AS rank
+    FROM members
+  )
+  SELECT source, id, cluster_id, rank = 1 AS is_representative, cluster_size, simhash
+  FROM ranked
+  ORDER BY cluster_id, source, id
+) TO {{path}} STORED AS PARQUET

@@ -1,0 +1,276 @@
+//! Command-line flags, defined once with their help text, and the mapping
+//! from flags to job specs.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::error::Result;
+use crate::job::{Columns, FingerprintOptions, JobSpec, JoinOptions, PairsSpec};
+use crate::session::EngineOptions;
+use crate::storage::InputSpec;
+use crate::weight::{IdfFormula, Weighting};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "neardup",
+    version,
+    about = "Find near-duplicate documents in Parquet text archives (SimHash on Apache DataFusion)",
+    long_about = "Find near-duplicate documents in Parquet text archives.\n\n\
+        neardup segments every document (jieba for Chinese, Unicode words otherwise), weights its \
+        terms with an improved TF-IDF over the whole corpus, computes a 64-bit SimHash, finds every \
+        pair of fingerprints within a Hamming distance with an exact banded self-join, and groups \
+        the pairs into clusters that each keep one representative.\n\n\
+        Exit codes: 0 success, 2 bad input or usage (the message names the problem; retrying will \
+        not help), 1 any other failure (may succeed when retried)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Fingerprint documents, find near-duplicate pairs and clusters, write them as Parquet.
+    Dedup(DedupArgs),
+    /// Find pairs and clusters in an existing fingerprint table (columns id, simhash, optional source).
+    Pairs(PairsArgs),
+    /// Run a job described by a TOML file (see jobs/example.toml).
+    Run(RunArgs),
+    /// Run SQL with every neardup function available; with no query, an interactive shell.
+    Sql(SqlArgs),
+    /// List neardup's SQL functions with their syntax and an example.
+    Functions,
+}
+
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    /// Partitions per plan stage, i.e. parallelism [default: number of cores].
+    #[arg(long, value_name = "N", help_heading = "Engine")]
+    pub target_partitions: Option<usize>,
+    /// Memory for joins, sorts and aggregates (e.g. 2G); beyond it they spill to disk.
+    #[arg(long, value_name = "SIZE", help_heading = "Engine")]
+    pub memory_limit: Option<String>,
+    /// Rows per batch [default: 8192].
+    #[arg(long, value_name = "ROWS", help_heading = "Engine")]
+    pub batch_size: Option<usize>,
+}
+
+impl EngineArgs {
+    fn options(&self) -> EngineOptions {
+        EngineOptions {
+            target_partitions: self.target_partitions,
+            memory_limit: self.memory_limit.clone(),
+            batch_size: self.batch_size,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Output folder; it appears complete (with _SUCCESS) or not at all.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: String,
+    /// Replace the output folder if it exists (otherwise an existing one is an error).
+    #[arg(long)]
+    pub overwrite: bool,
+    /// No progress lines on standard error.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the summary as JSON on standard output instead of one line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// Largest Hamming distance (of 64 bits) that makes two documents near duplicates.
+    #[arg(short = 'k', long, default_value_t = 3, value_name = "K", help_heading = "Join")]
+    pub max_hamming: u32,
+    /// Blocks the 64 bits are cut into for the banded join (more than K) [default: chosen from the corpus size].
+    #[arg(long, value_name = "M", help_heading = "Join")]
+    pub band_blocks: Option<u32>,
+    /// Representative of each cluster: smallest-id, longest, earliest:COLUMN or latest:COLUMN.
+    #[arg(long, default_value = "smallest-id", value_name = "RULE", help_heading = "Join")]
+    pub keep: String,
+}
+
+impl JoinArgs {
+    fn options(&self) -> JoinOptions {
+        JoinOptions { max_hamming: self.max_hamming, blocks: self.band_blocks }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum WeightingArg {
+    None,
+    Tf,
+    Tfidf,
+    Improved,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum IdfArg {
+    /// ln(N / df + 0.01)
+    Standard,
+    /// ln(N / (df + 1)), clamped at 0
+    DfPlusOne,
+}
+
+#[derive(Debug, Args)]
+pub struct DedupArgs {
+    /// Input Parquet dataset: a file, folder or glob, optionally named (NAME=URL); repeat for more.
+    /// The name becomes the documents' `source` [default: the file or folder name].
+    #[arg(short, long = "input", value_name = "[NAME=]URL", required = true)]
+    pub inputs: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Column holding the document id (unique within an input).
+    #[arg(long, default_value = "id", value_name = "COLUMN", help_heading = "Columns")]
+    pub id_col: String,
+    /// Column holding the document text.
+    #[arg(long, default_value = "text", value_name = "COLUMN", help_heading = "Columns")]
+    pub text_col: String,
+    /// Column holding the title (its terms weigh more) [default: `title` if present].
+    #[arg(long, value_name = "COLUMN", help_heading = "Columns")]
+    pub title_col: Option<String>,
+    /// Tokenizer: precise (jieba exact mode), full, search, or char-N (character N-grams).
+    #[arg(long, default_value = "precise", value_name = "MODE", help_heading = "Fingerprints")]
+    pub tokenizer: String,
+    /// Term weighting.
+    #[arg(long, value_enum, default_value = "improved", help_heading = "Fingerprints")]
+    pub weighting: WeightingArg,
+    /// IDF formula.
+    #[arg(long, value_enum, default_value = "standard", help_heading = "Fingerprints")]
+    pub idf: IdfArg,
+    /// jieba user dictionary (lines of `word [freq] [tag]`).
+    #[arg(long, value_name = "FILE", help_heading = "Fingerprints")]
+    pub user_dict: Option<String>,
+    /// Stop words replacing the built-in list (one per line).
+    #[arg(long, value_name = "FILE", help_heading = "Fingerprints")]
+    pub stopwords: Option<String>,
+    /// Signal words replacing the built-in list (one per line).
+    #[arg(long, value_name = "FILE", help_heading = "Fingerprints")]
+    pub signal_words: Option<String>,
+    /// Use document frequencies from a saved IDF model instead of this corpus.
+    #[arg(long, value_name = "FILE", help_heading = "Fingerprints")]
+    pub idf_model: Option<String>,
+    /// Save this corpus's document frequencies as an IDF model (Parquet: hash, term, df).
+    #[arg(long, value_name = "FILE", help_heading = "Fingerprints")]
+    pub save_idf_model: Option<String>,
+    #[command(flatten)]
+    pub join: JoinArgs,
+    /// Also write the surviving input rows (all columns) under survivors/SOURCE/.
+    #[arg(long)]
+    pub survivors: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+impl DedupArgs {
+    pub fn spec(&self) -> Result<JobSpec> {
+        Ok(JobSpec {
+            inputs: self.inputs.iter().map(|s| InputSpec::parse(s)).collect::<Result<_>>()?,
+            output: self.output.output.clone(),
+            overwrite: self.output.overwrite,
+            columns: Columns { id: self.id_col.clone(), text: self.text_col.clone(), title: self.title_col.clone() },
+            fingerprint: FingerprintOptions {
+                tokenizer: self.tokenizer.clone(),
+                weighting: match self.weighting {
+                    WeightingArg::None => Weighting::None,
+                    WeightingArg::Tf => Weighting::Tf,
+                    WeightingArg::Tfidf => Weighting::Tfidf,
+                    WeightingArg::Improved => Weighting::Improved,
+                },
+                idf: match self.idf {
+                    IdfArg::Standard => IdfFormula::Standard,
+                    IdfArg::DfPlusOne => IdfFormula::DfPlusOne,
+                },
+                user_dict: self.user_dict.clone(),
+                stopwords: self.stopwords.clone(),
+                signal_words: self.signal_words.clone(),
+                idf_model: self.idf_model.clone(),
+                save_idf_model: self.save_idf_model.clone(),
+            },
+            join: self.join.options(),
+            keep: self.join.keep.clone(),
+            survivors: self.survivors,
+            engine: self.engine.options(),
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PairsArgs {
+    /// Fingerprint table (Parquet file, folder or glob), e.g. the fingerprints/ of a dedup run.
+    #[arg(short, long, value_name = "[NAME=]URL")]
+    pub fingerprints: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub join: JoinArgs,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+impl PairsArgs {
+    pub fn spec(&self) -> Result<PairsSpec> {
+        Ok(PairsSpec {
+            fingerprints: InputSpec::parse(&self.fingerprints)?,
+            output: self.output.output.clone(),
+            overwrite: self.output.overwrite,
+            join: self.join.options(),
+            keep: self.join.keep.clone(),
+            engine: self.engine.options(),
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Job file (TOML); relative paths in it are relative to its folder.
+    pub job: PathBuf,
+    /// Replace the output folder if it exists (overrides the file's `overwrite`).
+    #[arg(long)]
+    pub overwrite: bool,
+    /// No progress lines on standard error.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the summary as JSON on standard output instead of one line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned table for people.
+    Table,
+    /// CSV with a header line.
+    Csv,
+    /// One JSON object per row (JSON lines).
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// SQL to run (several statements separated by ';').
+    #[arg(short = 'c', long = "command", value_name = "SQL", conflicts_with = "file")]
+    pub command: Option<String>,
+    /// File of SQL statements to run.
+    #[arg(short, long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Attach a Parquet file, folder or glob as a table; repeat for more.
+    #[arg(short, long = "table", value_name = "NAME=URL")]
+    pub tables: Vec<String>,
+    /// Output format of query results.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+impl SqlArgs {
+    pub fn engine(&self) -> EngineOptions {
+        self.engine.options()
+    }
+}

@@ -1,0 +1,85 @@
+//! Errors that carry their exit code.
+//!
+//! Scripts and orchestrators branch on the exit code: 2 means the input or
+//! the invocation is wrong and retrying will not help; 1 means the run failed
+//! for another reason (I/O, resources) and may succeed when retried.
+
+use std::fmt;
+
+use datafusion::error::DataFusionError;
+
+#[derive(Debug)]
+pub enum Error {
+    /// Bad input, usage or configuration: exit code 2.
+    Input(String),
+    /// Anything else that stopped the run: exit code 1.
+    Runtime(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn input(msg: impl Into<String>) -> Error {
+        Error::Input(msg.into())
+    }
+    pub fn runtime(msg: impl Into<String>) -> Error {
+        Error::Runtime(msg.into())
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Input(_) => 2,
+            Error::Runtime(_) => 1,
+        }
+    }
+
+    /// Prefix the message with what was being done.
+    pub fn context(self, what: impl fmt::Display) -> Error {
+        match self {
+            Error::Input(m) => Error::Input(format!("{what}: {m}")),
+            Error::Runtime(m) => Error::Runtime(format!("{what}: {m}")),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Input(m) | Error::Runtime(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<DataFusionError> for Error {
+    fn from(e: DataFusionError) -> Error {
+        let message = e.to_string();
+        match e.find_root() {
+            DataFusionError::SQL(..)
+            | DataFusionError::Plan(_)
+            | DataFusionError::SchemaError(..)
+            | DataFusionError::Configuration(_)
+            | DataFusionError::NotImplemented(_) => Error::Input(message),
+            _ => Error::Runtime(message),
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Runtime(e.to_string())
+    }
+}
+
+impl From<datafusion::arrow::error::ArrowError> for Error {
+    fn from(e: datafusion::arrow::error::ArrowError) -> Error {
+        Error::Runtime(e.to_string())
+    }
+}
+
+impl From<datafusion::parquet::errors::ParquetError> for Error {
+    fn from(e: datafusion::parquet::errors::ParquetError) -> Error {
+        Error::Runtime(e.to_string())
+    }
+}

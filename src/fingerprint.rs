@@ -1,0 +1,181 @@
+//! 64-bit SimHash (spec §4): stable feature hashes, the weighted bit vote,
+//! Hamming distance and similarity.
+//!
+//! Votes are summed in fixed point (weights scaled by 2^24 and rounded to
+//! integers). Integer addition is associative, so a fingerprint does not
+//! depend on the order in which its terms arrive: partial sums from any
+//! number of partitions or threads merge to exactly the same bits. With
+//! floating-point sums a vote that lands near zero could flip with the
+//! partitioning.
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+/// Seed of [`hash64`]. Part of the fingerprint settings: changing it changes
+/// every fingerprint.
+pub const HASH_SEED: u64 = 0x6e65_6172_6475_7031; // "neardup1"
+
+/// Name of the feature hash, recorded with every output.
+pub const HASH_NAME: &str = "xxh3-64-seed-0x6e65617264757031";
+
+/// Fixed-point scale of votes: 2^24 keeps ~7 significant decimal digits of a
+/// weight while leaving room for 2^39 maximal votes before saturation.
+const SCALE: f64 = (1u64 << 24) as f64;
+
+/// Stable 64-bit hash of UTF-8 bytes (xxh3 with a fixed seed), the same on
+/// every machine, release and platform.
+#[inline]
+pub fn hash64(bytes: &[u8]) -> u64 {
+    xxh3_64_with_seed(bytes, HASH_SEED)
+}
+
+/// A weight as a fixed-point vote. Non-finite or negative weights vote nothing.
+#[inline]
+pub fn fixed_weight(weight: f64) -> i64 {
+    if weight.is_finite() && weight > 0.0 {
+        (weight * SCALE).round().min(i64::MAX as f64 / 4.0) as i64
+    } else {
+        0
+    }
+}
+
+/// The running vote of SimHash: one signed sum per bit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimHasher {
+    votes: [i64; 64],
+}
+
+impl Default for SimHasher {
+    fn default() -> Self {
+        SimHasher { votes: [0; 64] }
+    }
+}
+
+impl SimHasher {
+    /// Add a feature with hash `hash` and weight `weight`.
+    #[inline]
+    pub fn add(&mut self, hash: u64, weight: f64) {
+        self.add_fixed(hash, fixed_weight(weight));
+    }
+
+    /// Add a feature whose weight is already a fixed-point vote.
+    #[inline]
+    pub fn add_fixed(&mut self, hash: u64, w: i64) {
+        if w == 0 {
+            return;
+        }
+        for (j, v) in self.votes.iter_mut().enumerate() {
+            let bit = ((hash >> j) & 1) as i64; // 1 or 0
+            *v = v.saturating_add(w * (2 * bit - 1));
+        }
+    }
+
+    /// Merge another partial vote into this one.
+    pub fn merge(&mut self, other: &SimHasher) {
+        for (v, o) in self.votes.iter_mut().zip(other.votes.iter()) {
+            *v = v.saturating_add(*o);
+        }
+    }
+
+    /// Bit j of the fingerprint is 1 exactly when its vote is positive.
+    pub fn finish(&self) -> u64 {
+        self.votes
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (j, &v)| if v > 0 { acc | (1u64 << j) } else { acc })
+    }
+
+    /// The votes as 512 little-endian bytes (aggregate state between nodes).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        self.votes.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// Read votes written by [`SimHasher::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Option<SimHasher> {
+        if bytes.len() != 64 * 8 {
+            return None;
+        }
+        let mut votes = [0i64; 64];
+        for (v, chunk) in votes.iter_mut().zip(bytes.chunks_exact(8)) {
+            *v = i64::from_le_bytes(chunk.try_into().ok()?);
+        }
+        Some(SimHasher { votes })
+    }
+}
+
+/// SimHash of `(hash, weight)` features.
+pub fn simhash<I: IntoIterator<Item = (u64, f64)>>(features: I) -> u64 {
+    let mut h = SimHasher::default();
+    for (hash, weight) in features {
+        h.add(hash, weight);
+    }
+    h.finish()
+}
+
+/// Number of differing bits.
+#[inline]
+pub fn hamming(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}
+
+/// Similarity as the source blog reports it: `(64 − hamming) / 64`.
+#[inline]
+pub fn similarity(a: u64, b: u64) -> f64 {
+    f64::from(64 - hamming(a, b)) / 64.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash64_is_stable() {
+        // Pinned values: if these change, every stored fingerprint is invalid.
+        assert_eq!(hash64("北京".as_bytes()), 1_801_876_706_691_949_400);
+        assert_eq!(hash64(b""), 527_878_933_107_901_043);
+        assert_eq!(hash64(b"a"), 11_805_050_980_613_610_814);
+    }
+
+    #[test]
+    fn single_feature_fingerprint_is_its_hash() {
+        let h = hash64(b"term");
+        assert_eq!(simhash([(h, 1.0)]), h);
+    }
+
+    #[test]
+    fn heavier_feature_wins_each_bit() {
+        let (a, b) = (0xFFFF_0000_FFFF_0000u64, 0x00FF_00FF_00FF_00FFu64);
+        assert_eq!(simhash([(a, 2.0), (b, 1.0)]), a);
+        assert_eq!(simhash([(a, 1.0), (b, 2.0)]), b);
+    }
+
+    #[test]
+    fn ties_and_empty_input_give_zero_bits() {
+        assert_eq!(simhash([]), 0);
+        assert_eq!(simhash([(u64::MAX, 1.0), (0, 1.0)]), 0);
+        assert_eq!(simhash([(u64::MAX, 0.0), (u64::MAX, f64::NAN)]), 0);
+    }
+
+    #[test]
+    fn order_and_grouping_do_not_matter() {
+        let features: Vec<(u64, f64)> =
+            (0..200u64).map(|i| (hash64(&i.to_le_bytes()), 0.1 + (i % 7) as f64 / 3.0)).collect();
+        let forward = simhash(features.iter().copied());
+        let backward = simhash(features.iter().rev().copied());
+        let mut left = SimHasher::default();
+        let mut right = SimHasher::default();
+        for (i, &(h, w)) in features.iter().enumerate() {
+            if i % 3 == 0 { left.add(h, w) } else { right.add(h, w) }
+        }
+        right.merge(&SimHasher::from_bytes(&left.to_bytes()).unwrap());
+        assert_eq!(forward, backward);
+        assert_eq!(right.finish(), forward);
+    }
+
+    #[test]
+    fn hamming_and_similarity() {
+        assert_eq!(hamming(0b1011, 0b0001), 2);
+        assert_eq!(hamming(0, u64::MAX), 64);
+        assert_eq!(similarity(7, 7), 1.0);
+        assert_eq!(similarity(0, 0b1111), 0.9375);
+    }
+}

@@ -1,0 +1,316 @@
+//! What a run does: the job spec, shared by the command line and job files.
+//!
+//! `neardup dedup` flags and a `neardup run JOB.toml` file fill the same
+//! [`JobSpec`], so the two can never disagree about a setting or its default.
+//! Unknown keys in a job file are errors (with their line), not silently
+//! ignored.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::join::MAX_HAMMING;
+use crate::session::EngineOptions;
+use crate::storage::InputSpec;
+use crate::text::{Analyzer, AnalyzerOptions, Mode};
+use crate::weight::{IdfFormula, Weighting};
+
+fn default_id() -> String {
+    "id".into()
+}
+fn default_text() -> String {
+    "text".into()
+}
+fn default_tokenizer() -> String {
+    "precise".into()
+}
+fn default_max_hamming() -> u32 {
+    3
+}
+
+/// Which input columns hold what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Columns {
+    #[serde(default = "default_id")]
+    pub id: String,
+    #[serde(default = "default_text")]
+    pub text: String,
+    /// Title column; when absent, `title` is used if the input has it.
+    pub title: Option<String>,
+}
+
+impl Default for Columns {
+    fn default() -> Self {
+        Columns { id: default_id(), text: default_text(), title: None }
+    }
+}
+
+/// How fingerprints are made. Every field changes every fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FingerprintOptions {
+    #[serde(default = "default_tokenizer")]
+    pub tokenizer: String,
+    #[serde(default)]
+    pub weighting: Weighting,
+    #[serde(default)]
+    pub idf: IdfFormula,
+    /// jieba user dictionary (`word [freq] [tag]` per line).
+    pub user_dict: Option<String>,
+    /// Stop-word list replacing the built-in one (one word per line).
+    pub stopwords: Option<String>,
+    /// Signal-word list replacing the built-in one (one word per line).
+    pub signal_words: Option<String>,
+    /// Load document frequencies from this saved IDF model instead of computing them.
+    pub idf_model: Option<String>,
+    /// Save the corpus document frequencies as an IDF model here.
+    pub save_idf_model: Option<String>,
+}
+
+impl Default for FingerprintOptions {
+    fn default() -> Self {
+        FingerprintOptions {
+            tokenizer: default_tokenizer(),
+            weighting: Weighting::default(),
+            idf: IdfFormula::default(),
+            user_dict: None,
+            stopwords: None,
+            signal_words: None,
+            idf_model: None,
+            save_idf_model: None,
+        }
+    }
+}
+
+impl FingerprintOptions {
+    pub fn mode(&self) -> Result<Mode> {
+        self.tokenizer.parse().map_err(Error::Input)
+    }
+
+    pub fn analyzer_options(&self) -> AnalyzerOptions {
+        AnalyzerOptions {
+            user_dict: self.user_dict.clone(),
+            stopwords: self.stopwords.clone(),
+            signal_words: self.signal_words.clone(),
+        }
+    }
+}
+
+/// How pairs are found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JoinOptions {
+    /// Largest Hamming distance reported as a near duplicate.
+    #[serde(default = "default_max_hamming")]
+    pub max_hamming: u32,
+    /// Blocks the 64 bits are cut into for the banded join (more than
+    /// max_hamming); chosen from the corpus size when absent.
+    pub blocks: Option<u32>,
+}
+
+impl Default for JoinOptions {
+    fn default() -> Self {
+        JoinOptions { max_hamming: default_max_hamming(), blocks: None }
+    }
+}
+
+impl JoinOptions {
+    pub fn validate(&self) -> Result<()> {
+        if self.max_hamming > MAX_HAMMING {
+            return Err(Error::input(format!(
+                "max Hamming distance {} is too large: use 0 to {MAX_HAMMING} (3 is the default)",
+                self.max_hamming
+            )));
+        }
+        if let Some(m) = self.blocks {
+            crate::join::BandPlan::new(self.max_hamming, m).map_err(Error::Input)?;
+        }
+        Ok(())
+    }
+}
+
+/// Which document of a cluster is kept as its representative.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeepRule {
+    /// The smallest (source, id).
+    SmallestId,
+    /// The longest text (in characters); ties by smallest (source, id).
+    Longest,
+    /// The smallest value of a column (e.g. the earliest date); ties by (source, id).
+    Earliest(String),
+    /// The largest value of a column (e.g. the latest date); ties by (source, id).
+    Latest(String),
+}
+
+impl KeepRule {
+    pub fn parse(s: &str) -> Result<KeepRule> {
+        let s = s.trim();
+        match s {
+            "smallest-id" | "" => Ok(KeepRule::SmallestId),
+            "longest" => Ok(KeepRule::Longest),
+            _ => match s.split_once(':') {
+                Some(("earliest", col)) if !col.is_empty() => Ok(KeepRule::Earliest(col.to_string())),
+                Some(("latest", col)) if !col.is_empty() => Ok(KeepRule::Latest(col.to_string())),
+                _ => Err(Error::input(format!(
+                    "unknown keep rule '{s}': use smallest-id, longest, earliest:COLUMN or latest:COLUMN"
+                ))),
+            },
+        }
+    }
+
+    /// The input column the rule reads, if any.
+    pub fn column(&self) -> Option<&str> {
+        match self {
+            KeepRule::Earliest(c) | KeepRule::Latest(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// ORDER BY of a cluster's members, best first (over the fingerprints table).
+    pub fn order_by(&self) -> &'static str {
+        match self {
+            KeepRule::SmallestId => "source, id",
+            KeepRule::Longest => "n_chars DESC, source, id",
+            KeepRule::Earliest(_) => "keep_key ASC NULLS LAST, source, id",
+            KeepRule::Latest(_) => "keep_key DESC NULLS LAST, source, id",
+        }
+    }
+}
+
+impl std::fmt::Display for KeepRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeepRule::SmallestId => f.write_str("smallest-id"),
+            KeepRule::Longest => f.write_str("longest"),
+            KeepRule::Earliest(c) => write!(f, "earliest:{c}"),
+            KeepRule::Latest(c) => write!(f, "latest:{c}"),
+        }
+    }
+}
+
+fn default_keep() -> String {
+    "smallest-id".into()
+}
+
+/// A whole `dedup` run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    /// Input datasets, read as one corpus.
+    #[serde(rename = "input", default)]
+    pub inputs: Vec<InputSpec>,
+    /// Output folder.
+    pub output: String,
+    /// Replace an existing output folder.
+    #[serde(default)]
+    pub overwrite: bool,
+    #[serde(default)]
+    pub columns: Columns,
+    #[serde(default)]
+    pub fingerprint: FingerprintOptions,
+    #[serde(default)]
+    pub join: JoinOptions,
+    /// Keep rule: smallest-id, longest, earliest:COLUMN or latest:COLUMN.
+    #[serde(default = "default_keep")]
+    pub keep: String,
+    /// Also write the surviving input rows, all columns, under survivors/SOURCE/.
+    #[serde(default)]
+    pub survivors: bool,
+    #[serde(default)]
+    pub engine: EngineOptions,
+}
+
+impl JobSpec {
+    /// Read a job file. Relative paths in it are relative to the file's folder.
+    pub fn from_file(path: &Path) -> Result<JobSpec> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::input(format!("cannot read job file '{}': {e}", path.display())))?;
+        let mut spec: JobSpec = toml::from_str(&text)
+            .map_err(|e| Error::input(format!("job file '{}' is invalid: {e}", path.display())))?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        let resolve = |p: &mut String| {
+            if !p.contains("://") && Path::new(p.as_str()).is_relative() {
+                *p = base.join(p.as_str()).display().to_string();
+            }
+        };
+        for input in &mut spec.inputs {
+            resolve(&mut input.url);
+        }
+        resolve(&mut spec.output);
+        let f = &mut spec.fingerprint;
+        for p in [&mut f.user_dict, &mut f.stopwords, &mut f.signal_words, &mut f.idf_model, &mut f.save_idf_model]
+            .into_iter()
+            .flatten()
+        {
+            resolve(p);
+        }
+        Ok(spec)
+    }
+
+    /// Check every setting that can be checked before reading data.
+    pub fn validate(&self) -> Result<KeepRule> {
+        crate::storage::check_input_names(&self.inputs)?;
+        self.fingerprint.mode()?;
+        self.join.validate()?;
+        let keep = KeepRule::parse(&self.keep)?;
+        // Building the analyzer reads the dictionary and word lists: a bad
+        // path is reported now, not from deep inside a query.
+        Analyzer::get(&self.fingerprint.analyzer_options().to_options_string()).map_err(Error::Input)?;
+        if let (Some(a), Some(b)) = (&self.fingerprint.idf_model, &self.fingerprint.save_idf_model) {
+            return Err(Error::input(format!(
+                "both idf_model ('{a}') and save_idf_model ('{b}') are set: load a model or save one, not both"
+            )));
+        }
+        if self.fingerprint.idf_model.is_some() && !self.fingerprint.weighting.needs_idf() {
+            return Err(Error::input(format!(
+                "an IDF model is given but weighting '{}' uses no IDF: drop the model or use tfidf/improved",
+                self.fingerprint.weighting
+            )));
+        }
+        Ok(keep)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_file_defaults_and_relative_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.toml");
+        std::fs::write(&path, "output = \"out\"\n[[input]]\nname = \"a\"\nurl = \"data/a.parquet\"\n").unwrap();
+        let spec = JobSpec::from_file(&path).unwrap();
+        assert_eq!(spec.inputs[0].url, dir.path().join("data/a.parquet").display().to_string());
+        assert_eq!(spec.join.max_hamming, 3);
+        assert_eq!(spec.fingerprint.weighting, Weighting::Improved);
+        assert_eq!(spec.validate().unwrap(), KeepRule::SmallestId);
+    }
+
+    #[test]
+    fn unknown_keys_are_reported_with_their_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.toml");
+        std::fs::write(&path, "output = \"out\"\n\n[join]\nmax_haming = 4\n").unwrap();
+        let err = JobSpec::from_file(&path).unwrap_err().to_string();
+        assert!(err.contains("max_haming") && err.contains("line 4"), "{err}");
+    }
+
+    #[test]
+    fn wrong_types_are_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.toml");
+        std::fs::write(&path, "output = \"out\"\n[join]\nmax_hamming = \"three\"\n").unwrap();
+        let err = JobSpec::from_file(&path).unwrap_err().to_string();
+        assert!(err.contains("line 3") && err.contains("max_hamming"), "{err}");
+    }
+
+    #[test]
+    fn keep_rules() {
+        assert_eq!(KeepRule::parse("latest:date").unwrap(), KeepRule::Latest("date".into()));
+        assert_eq!(KeepRule::parse("longest").unwrap().to_string(), "longest");
+        assert!(KeepRule::parse("newest").is_err());
+    }
+}

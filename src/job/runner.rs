@@ -1,0 +1,564 @@
+//! Runs the pipeline: registers inputs, executes the statements of `sql/` in
+//! order, computes connected components between two of them, and commits the
+//! outputs with their summary.
+//!
+//! Intermediate tables go to `_work/` inside the staging folder (Parquet, so
+//! the same plan runs on a cluster), and are removed before the commit. Every
+//! table is written as a single file: a `COPY` into a folder writes no file
+//! at all for an empty result, which would read back as a missing table.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, UInt64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::prelude::SessionContext;
+
+use super::config::{JobSpec, JoinOptions, KeepRule};
+use super::sql::{self, render};
+use super::summary::{BandPlanSummary, FingerprintSettings, IdfSummary, InputSummary, Summary};
+use crate::cluster::components;
+use crate::error::{Error, Result};
+use crate::join::BandPlan;
+use crate::session::{new_context, EngineOptions};
+use crate::storage::{ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
+
+/// The Parquet key-value metadata key of neardup's tables. One key only:
+/// DataFusion keeps COPY metadata in a hash map, so the order of several
+/// keys in the footer would change from run to run.
+pub const METADATA_KEY: &str = "neardup";
+
+/// What `METADATA_KEY` holds: the fingerprint settings, and N for tables
+/// made with corpus document frequencies.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileMetadata {
+    pub settings: FingerprintSettings,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idf_n_docs: Option<u64>,
+}
+
+impl FileMetadata {
+    fn options(&self) -> String {
+        metadata_options(&[(METADATA_KEY, serde_json::to_string(self).expect("metadata serialises"))])
+    }
+}
+
+/// How a run reports progress.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// No progress lines on standard error.
+    pub quiet: bool,
+}
+
+/// A `pairs` run: the join and clustering over an existing fingerprint table.
+#[derive(Debug, Clone)]
+pub struct PairsSpec {
+    pub fingerprints: InputSpec,
+    pub output: String,
+    pub overwrite: bool,
+    pub join: JoinOptions,
+    pub keep: String,
+    pub engine: EngineOptions,
+}
+
+struct Progress {
+    started: Instant,
+    stage: Instant,
+    timings: BTreeMap<String, u64>,
+    quiet: bool,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Progress {
+        Progress { started: Instant::now(), stage: Instant::now(), timings: BTreeMap::new(), quiet }
+    }
+
+    fn done(&mut self, stage: &str, detail: impl std::fmt::Display) {
+        let ms = self.stage.elapsed().as_millis() as u64;
+        if !self.quiet {
+            eprintln!("neardup: {stage:<14} {ms:>8} ms  {detail}");
+        }
+        self.timings.insert(stage.to_string(), ms);
+        self.stage = Instant::now();
+    }
+}
+
+async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec<RecordBatch>> {
+    Ok(ctx.sql(statement).await?.collect().await?)
+}
+
+fn column_u64(batch: &RecordBatch, index: usize) -> Result<UInt64Array> {
+    let casted = cast(batch.column(index), &DataType::UInt64)?;
+    Ok(casted.as_primitive::<UInt64Type>().clone())
+}
+
+/// The single integer a statement returns.
+async fn scalar_u64(ctx: &SessionContext, statement: &str) -> Result<u64> {
+    let batches = collect(ctx, statement).await?;
+    let batch = batches.iter().find(|b| b.num_rows() > 0).ok_or_else(|| Error::runtime("query returned no rows"))?;
+    Ok(column_u64(batch, 0)?.value(0))
+}
+
+/// `OPTIONS (...)` carrying Parquet key-value metadata.
+fn metadata_options(pairs: &[(&str, String)]) -> String {
+    if pairs.is_empty() {
+        return String::new();
+    }
+    let items: Vec<String> =
+        pairs.iter().map(|(k, v)| format!("{} {}", literal(&format!("format.metadata::{k}")), literal(v))).collect();
+    format!(" OPTIONS ({})", items.join(", "))
+}
+
+fn is_text(t: &DataType) -> bool {
+    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+}
+
+/// The field `column` of an input, or an error naming the input and its columns.
+fn field<'a>(schema: &'a Schema, column: &str, input: &InputSpec, role: &str, flag: &str) -> Result<&'a Field> {
+    schema.field_with_name(column).map_err(|_| {
+        let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        Error::input(format!(
+            "input '{}' ({}) has no column '{column}' for the {role}; its columns are: {}. Name the right one with {flag}",
+            input.name,
+            input.url,
+            columns.join(", ")
+        ))
+    })
+}
+
+fn check_text(f: &Field, input: &InputSpec, role: &str) -> Result<()> {
+    if is_text(f.data_type()) {
+        Ok(())
+    } else {
+        Err(Error::input(format!(
+            "column '{}' of input '{}' ({}) holds {}, but the {role} must be text (string)",
+            f.name(),
+            input.name,
+            input.url,
+            f.data_type()
+        )))
+    }
+}
+
+fn check_id(f: &Field, input: &InputSpec) -> Result<()> {
+    let t = f.data_type();
+    if is_text(t) || t.is_integer() || matches!(t, DataType::Date32 | DataType::Date64 | DataType::Decimal128(..)) {
+        Ok(())
+    } else {
+        Err(Error::input(format!(
+            "id column '{}' of input '{}' ({}) holds {t}: ids must be text or integers",
+            f.name(),
+            input.name,
+            input.url
+        )))
+    }
+}
+
+/// Register every input and build the `documents` view over them.
+async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule) -> Result<Vec<SchemaRef>> {
+    let mut schemas = Vec::new();
+    for (i, input) in spec.inputs.iter().enumerate() {
+        let table = format!("input_{i}");
+        let schema = register_parquet(ctx, &table, &input.url).await.map_err(|e| e.context(format!("input '{}'", input.name)))?;
+        schemas.push(schema);
+    }
+    // The keep rule's column may be missing from some inputs (their
+    // documents rank last), but not from all.
+    let keep_type = match keep.column() {
+        Some(c) => {
+            let found = schemas.iter().find_map(|s| s.field_with_name(c).ok().map(|f| f.data_type().clone()));
+            Some(found.ok_or_else(|| {
+                Error::input(format!("no input has the column '{c}' that the keep rule '{keep}' orders by: check --keep"))
+            })?)
+        }
+        None => None,
+    };
+    let mut selects = Vec::new();
+    for (i, (input, schema)) in spec.inputs.iter().zip(&schemas).enumerate() {
+        let table = format!("input_{i}");
+        check_id(field(&schema, &spec.columns.id, input, "document id", "--id-col")?, input)?;
+        check_text(field(&schema, &spec.columns.text, input, "document text", "--text-col")?, input, "document text")?;
+        let title = match &spec.columns.title {
+            Some(t) => {
+                check_text(field(&schema, t, input, "title", "--title-col")?, input, "title")?;
+                ident(t)
+            }
+            None => match schema.field_with_name("title") {
+                Ok(f) if is_text(f.data_type()) => ident("title"),
+                _ => "CAST(NULL AS VARCHAR)".into(),
+            },
+        };
+        let keep_key = match (keep.column(), &keep_type) {
+            (Some(c), Some(t)) if schema.field_with_name(c).is_ok() => format!(",\n       arrow_cast({}, '{t}') AS keep_key", ident(c)),
+            (Some(_), Some(t)) => format!(",\n       arrow_cast(NULL, '{t}') AS keep_key"),
+            _ => String::new(),
+        };
+        selects.push(render(
+            sql::DOCUMENTS,
+            &[
+                ("source", &literal(&input.name)),
+                ("id", &ident(&spec.columns.id)),
+                ("text", &ident(&spec.columns.text)),
+                ("title", &title),
+                ("keep_key", &keep_key),
+                ("table", &ident(&table)),
+            ],
+        ));
+    }
+    collect(ctx, &format!("CREATE VIEW documents AS\n{}", selects.join("\nUNION ALL\n"))).await?;
+    Ok(schemas)
+}
+
+/// Run `neardup dedup`: fingerprints, pairs and clusters of the inputs.
+pub async fn run_dedup(spec: &JobSpec, options: &RunOptions) -> Result<Summary> {
+    let keep = spec.validate()?;
+    let ctx = new_context(&spec.engine)?;
+    let mut progress = Progress::new(options.quiet);
+    register_documents(&ctx, spec, &keep).await?;
+    progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
+    let out = OutputDir::prepare(&spec.output, spec.overwrite)?;
+    match dedup_stages(&ctx, spec, &keep, &out, &mut progress).await {
+        Ok(mut summary) => {
+            summary.total_ms = progress.started.elapsed().as_millis() as u64;
+            summary.timings_ms = progress.timings;
+            out.remove_work()?;
+            out.commit(&serde_json::to_string_pretty(&summary).expect("summary serialises"))?;
+            Ok(summary)
+        }
+        Err(e) => {
+            out.abort();
+            Err(e)
+        }
+    }
+}
+
+async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out: &OutputDir, progress: &mut Progress) -> Result<Summary> {
+    let fp = &spec.fingerprint;
+    let settings = FingerprintSettings::of(fp);
+    let keep_key = if keep.column().is_some() { ", keep_key" } else { "" };
+
+    // Stage 1: segment once.
+    let terms_path = out.staged("_work/terms.parquet");
+    collect(
+        ctx,
+        &render(
+            sql::TERMS,
+            &[
+                ("keep_key", keep_key),
+                ("tokenizer", &literal(&fp.tokenizer)),
+                ("analyzer_options", &literal(&fp.analyzer_options().to_options_string())),
+                ("with_pos", if fp.weighting.needs_pos() { "true" } else { "false" }),
+                ("path", &literal(&terms_path)),
+            ],
+        ),
+    )
+    .await?;
+    register_parquet(ctx, "terms", &terms_path).await?;
+    let corpus_n = scalar_u64(ctx, sql::CORPUS_SIZE).await?;
+    progress.done("segment", format!("{corpus_n} documents with terms"));
+
+    // Stage 2: corpus document frequencies, or a saved model.
+    let mut idf_summary = None;
+    let (weight, df_join) = if fp.weighting.needs_idf() {
+        let (n_docs, source) = match &fp.idf_model {
+            Some(model) => (load_idf_model(ctx, model, &settings).await?, model.clone()),
+            None => {
+                let df_path = out.staged("_work/corpus_df.parquet");
+                let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n) }.options();
+                collect(ctx, &render(sql::CORPUS_DF, &[("path", &literal(&df_path)), ("options", &meta)])).await?;
+                register_parquet(ctx, "corpus_df", &df_path).await?;
+                if let Some(save) = &fp.save_idf_model {
+                    save_file_atomically(&df_path, save)?;
+                }
+                (corpus_n, "corpus".to_string())
+            }
+        };
+        let terms = scalar_u64(ctx, "SELECT count(*) FROM corpus_df").await?;
+        idf_summary = Some(IdfSummary { source, n_docs, terms, saved_to: fp.save_idf_model.clone() });
+        progress.done("corpus_df", format!("{terms} terms over {n_docs} documents"));
+        let idf = format!("idf(COALESCE(d.df, 1), {n_docs}, {})", literal(fp.idf.as_str()));
+        (fp.weighting.sql_expr(&idf), "LEFT JOIN corpus_df d ON d.hash = t['hash']".to_string())
+    } else {
+        (fp.weighting.sql_expr("1.0"), String::new())
+    };
+
+    // Stage 3: weights and fingerprints.
+    let fp_path = out.staged("fingerprints/part-00000.parquet");
+    let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf_summary.as_ref().map(|i| i.n_docs) };
+    collect(
+        ctx,
+        &render(
+            sql::FINGERPRINTS,
+            &[
+                ("weight", &weight),
+                ("df_join", &df_join),
+                ("keep_key", &keep_key.replace("keep_key", "d.keep_key")),
+                ("path", &literal(&fp_path)),
+                ("options", &meta.options()),
+            ],
+        ),
+    )
+    .await?;
+    register_parquet(ctx, "fingerprints", &fp_path).await?;
+    progress.done("fingerprints", format!("weighting {}", fp.weighting));
+
+    let mut summary = join_stages(ctx, &spec.join, keep, out, progress).await?;
+
+    if spec.survivors {
+        for (i, input) in spec.inputs.iter().enumerate() {
+            let path = out.staged(&format!("survivors/{}/part-00000.parquet", input.name));
+            collect(
+                ctx,
+                &render(
+                    sql::SURVIVORS,
+                    &[
+                        ("table", &ident(&format!("input_{i}"))),
+                        ("source", &literal(&input.name)),
+                        ("id", &ident(&spec.columns.id)),
+                        ("path", &literal(&path)),
+                    ],
+                ),
+            )
+            .await?;
+        }
+        progress.done("survivors", format!("{} input(s)", spec.inputs.len()));
+    }
+
+    summary.command = "dedup".into();
+    summary.output = out.target().display().to_string();
+    summary.settings = Some(settings);
+    summary.idf = idf_summary;
+    summary.inputs = input_counts(ctx, &spec.inputs).await?;
+    summary.documents = summary.inputs.iter().map(|i| i.documents).sum();
+    summary.documents_without_terms = summary.inputs.iter().map(|i| i.documents_without_terms).sum();
+    Ok(summary)
+}
+
+async fn input_counts(ctx: &SessionContext, inputs: &[InputSpec]) -> Result<Vec<InputSummary>> {
+    let batches = collect(
+        ctx,
+        "SELECT source, count(*), sum(CASE WHEN simhash IS NULL THEN 1 ELSE 0 END) FROM fingerprints GROUP BY source",
+    )
+    .await?;
+    let mut counts = BTreeMap::new();
+    for b in &batches {
+        let names = cast(b.column(0), &DataType::Utf8)?;
+        let names = names.as_string::<i32>();
+        let (docs, empty) = (column_u64(b, 1)?, column_u64(b, 2)?);
+        for r in 0..b.num_rows() {
+            counts.insert(names.value(r).to_string(), (docs.value(r), empty.value(r)));
+        }
+    }
+    Ok(inputs
+        .iter()
+        .map(|i| {
+            let (documents, documents_without_terms) = counts.get(&i.name).copied().unwrap_or((0, 0));
+            InputSummary { name: i.name.clone(), url: i.url.clone(), documents, documents_without_terms }
+        })
+        .collect())
+}
+
+/// Check a saved IDF model against the run's settings, register it as
+/// `corpus_df` and return its N.
+async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &FingerprintSettings) -> Result<u64> {
+    let files = parquet_key_values(ctx, model).await?;
+    let (file, kv) = files.first().ok_or_else(|| Error::input(format!("IDF model '{model}' has no files")))?;
+    let stored = kv.get(METADATA_KEY).ok_or_else(|| {
+        Error::input(format!("'{file}' is not a neardup IDF model (no '{METADATA_KEY}' metadata): save one with --save-idf-model"))
+    })?;
+    let stored: FileMetadata = serde_json::from_str(stored)
+        .map_err(|e| Error::input(format!("IDF model '{file}' has unreadable metadata: {e}")))?;
+    let n = stored.idf_n_docs.ok_or_else(|| Error::input(format!("'{file}' is not an IDF model (no document count)")))?;
+    let stored = stored.settings;
+    if stored != settings.for_idf_model() {
+        return Err(Error::input(format!(
+            "IDF model '{file}' was built with other settings ({}) than this run ({}): rebuild it with these settings",
+            serde_json::to_string(&stored).unwrap_or_default(),
+            serde_json::to_string(&settings.for_idf_model()).unwrap_or_default()
+        )));
+    }
+    register_parquet(ctx, "corpus_df", model).await?;
+    Ok(n)
+}
+
+fn save_file_atomically(from: &str, to: &str) -> Result<()> {
+    let to = std::path::Path::new(to.strip_prefix("file://").unwrap_or(to));
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::input(format!("cannot create folder for IDF model '{}': {e}", to.display())))?;
+    }
+    let tmp = to.with_extension("parquet.neardup-tmp");
+    std::fs::copy(from, &tmp).map_err(|e| Error::input(format!("cannot write IDF model '{}': {e}", to.display())))?;
+    std::fs::rename(&tmp, to)?;
+    Ok(())
+}
+
+/// Write `(simhash, cluster_id)` for every fingerprint with a near pair.
+fn write_components(path: &str, labels: &[(u64, u64)]) -> Result<()> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("simhash", DataType::UInt64, false),
+        Field::new("cluster_id", DataType::UInt64, false),
+    ]));
+    let nodes: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.0)));
+    let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.1)));
+    let batch = RecordBatch::try_new(schema.clone(), vec![nodes, ids])?;
+    if let Some(parent) = std::path::Path::new(path).parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut writer = ArrowWriter::try_new(std::fs::File::create(path)?, schema, None)?;
+    writer.write(&batch)?;
+    writer.close()?;
+    Ok(())
+}
+
+/// The join, components, clusters and pairs over a registered `fingerprints`
+/// table with columns source, id, simhash (and n_chars / keep_key for the
+/// keep rules that use them).
+async fn join_stages(ctx: &SessionContext, join: &JoinOptions, keep: &KeepRule, out: &OutputDir, progress: &mut Progress) -> Result<Summary> {
+    let k = join.max_hamming;
+    let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
+    let plan = match join.blocks {
+        Some(m) => BandPlan::new(k, m),
+        None => BandPlan::auto(k, distinct),
+    }
+    .map_err(Error::Input)?;
+
+    let near_path = out.staged("_work/near_pairs.parquet");
+    collect(
+        ctx,
+        &render(sql::NEAR_PAIRS, &[("path", &literal(&near_path)), ("k", &k.to_string()), ("m", &plan.m.to_string())]),
+    )
+    .await?;
+    register_parquet(ctx, "near_pairs", &near_path).await?;
+    let edges = collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await?;
+    let mut edge_list = Vec::new();
+    for b in &edges {
+        let (a, c) = (column_u64(b, 0)?, column_u64(b, 1)?);
+        edge_list.extend(a.values().iter().copied().zip(c.values().iter().copied()));
+    }
+    let near_count = edge_list.len() as u64;
+    progress.done("join", format!("{near_count} near pairs among {distinct} distinct fingerprints (k = {k}, m = {}, {} bands)", plan.m, plan.bands()));
+
+    let labels = components(edge_list);
+    let comp_path = out.staged("_work/components.parquet");
+    write_components(&comp_path, &labels)?;
+    register_parquet(ctx, "components", &comp_path).await?;
+
+    let clusters_path = out.staged("clusters/part-00000.parquet");
+    collect(ctx, &render(sql::CLUSTERS, &[("path", &literal(&clusters_path)), ("keep_order", keep.order_by())])).await?;
+    register_parquet(ctx, "clusters", &clusters_path).await?;
+    let batches = collect(ctx, "SELECT count(DISTINCT cluster_id), count(*) FROM clusters").await?;
+    let (clusters, in_clusters) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
+    progress.done("clusters", format!("{clusters} clusters holding {in_clusters} documents"));
+
+    let pairs_path = out.staged("pairs/part-00000.parquet");
+    collect(ctx, &render(sql::PAIRS, &[("path", &literal(&pairs_path))])).await?;
+    register_parquet(ctx, "pairs", &pairs_path).await?;
+    let pairs = scalar_u64(ctx, "SELECT count(*) FROM pairs").await?;
+    progress.done("pairs", format!("{pairs} pairs"));
+
+    Ok(Summary {
+        neardup_version: env!("CARGO_PKG_VERSION").into(),
+        distinct_fingerprints: distinct,
+        near_fingerprint_pairs: near_count,
+        pairs,
+        clusters,
+        documents_in_clusters: in_clusters,
+        duplicates: in_clusters - clusters,
+        max_hamming: k,
+        band_plan: Some(BandPlanSummary::of(&plan, join.blocks.is_none())),
+        keep: keep.to_string(),
+        ..Summary::default()
+    })
+}
+
+/// Run `neardup pairs`: the join and clustering over existing fingerprints.
+pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary> {
+    let keep = KeepRule::parse(&spec.keep)?;
+    spec.join.validate()?;
+    crate::storage::check_input_names(std::slice::from_ref(&spec.fingerprints))?;
+    let ctx = new_context(&spec.engine)?;
+    let mut progress = Progress::new(options.quiet);
+    let input = &spec.fingerprints;
+    let settings = check_fingerprint_settings(&ctx, &input.url).await?;
+    let schema = register_parquet(&ctx, "fingerprints_input", &input.url).await?;
+    let simhash = field(&schema, "simhash", input, "fingerprint", "a column named simhash")?;
+    if !simhash.data_type().is_integer() {
+        return Err(Error::input(format!(
+            "column 'simhash' of '{}' holds {}, but fingerprints must be 64-bit unsigned integers",
+            input.url,
+            simhash.data_type()
+        )));
+    }
+    check_id(field(&schema, "id", input, "document id", "a column named id")?, input)?;
+    let source = match schema.field_with_name("source") {
+        Ok(_) => format!("COALESCE(CAST(source AS VARCHAR), {})", literal(&input.name)),
+        Err(_) => literal(&input.name),
+    };
+    let extra = match &keep {
+        KeepRule::SmallestId => String::new(),
+        KeepRule::Longest => {
+            field(&schema, "n_chars", input, "keep rule 'longest'", "--keep smallest-id")?;
+            ", n_chars".into()
+        }
+        KeepRule::Earliest(c) | KeepRule::Latest(c) => {
+            field(&schema, c, input, "keep rule", "--keep")?;
+            format!(", {} AS keep_key", ident(c))
+        }
+    };
+    collect(
+        &ctx,
+        &format!(
+            "CREATE VIEW fingerprints AS SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
+             CAST(simhash AS BIGINT UNSIGNED) AS simhash{extra} FROM fingerprints_input"
+        ),
+    )
+    .await?;
+    progress.done("inputs", format!("fingerprints from '{}'", input.url));
+    let out = OutputDir::prepare(&spec.output, spec.overwrite)?;
+    match join_stages(&ctx, &spec.join, &keep, &out, &mut progress).await {
+        Ok(mut summary) => {
+            summary.command = "pairs".into();
+            summary.output = out.target().display().to_string();
+            summary.settings = settings;
+            summary.inputs = input_counts(&ctx, std::slice::from_ref(input)).await?;
+            summary.documents = summary.inputs.iter().map(|i| i.documents).sum();
+            summary.documents_without_terms = summary.inputs.iter().map(|i| i.documents_without_terms).sum();
+            summary.total_ms = progress.started.elapsed().as_millis() as u64;
+            summary.timings_ms = progress.timings;
+            out.remove_work()?;
+            out.commit(&serde_json::to_string_pretty(&summary).expect("summary serialises"))?;
+            Ok(summary)
+        }
+        Err(e) => {
+            out.abort();
+            Err(e)
+        }
+    }
+}
+
+/// The settings all files of a fingerprint table were made with; an error
+/// if they differ. `None` for tables without neardup metadata.
+async fn check_fingerprint_settings(ctx: &SessionContext, url: &str) -> Result<Option<FingerprintSettings>> {
+    let mut found: Option<(String, String)> = None;
+    for (file, kv) in parquet_key_values(ctx, url).await? {
+        let Some(meta) = kv.get(METADATA_KEY) else { continue };
+        let meta: FileMetadata = serde_json::from_str(meta)
+            .map_err(|e| Error::input(format!("'{file}' has unreadable neardup metadata: {e}")))?;
+        let s = &serde_json::to_string(&meta.settings).expect("settings serialise");
+        match &found {
+            None => found = Some((file, s.clone())),
+            Some((first, seen)) if seen != s => {
+                return Err(Error::input(format!(
+                    "fingerprints in '{first}' and '{file}' were made with different settings ({seen} vs {s}): \
+                     they cannot be compared; recompute one of them with the other's settings"
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(found.map(|(_, s)| serde_json::from_str(&s).expect("settings were just serialised")))
+}

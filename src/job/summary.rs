@@ -1,0 +1,127 @@
+//! `summary.json`: what a run read, found and wrote, with which settings and
+//! how long each stage took. Written with the outputs and printed at the end.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fingerprint::HASH_NAME;
+use crate::job::config::FingerprintOptions;
+use crate::join::BandPlan;
+
+/// Everything that determines a fingerprint. Stored as Parquet key-value
+/// metadata (`neardup.settings`) with fingerprints and IDF models; tables
+/// made with different settings are never compared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FingerprintSettings {
+    pub hash: String,
+    pub normalization: String,
+    pub tokenizer: String,
+    pub weighting: String,
+    pub idf: String,
+    /// `builtin`, or `xxh3:<digest of the file's bytes>`.
+    pub stopwords: String,
+    pub signal_words: String,
+    pub user_dict: String,
+}
+
+/// Identify a word-list file by its content, so the same list on two
+/// machines (at different paths) is recognised as the same.
+pub fn file_identity(path: &Option<String>) -> String {
+    match path {
+        None => "builtin".into(),
+        Some(p) => match std::fs::read(p) {
+            Ok(bytes) => format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)),
+            Err(_) => format!("unreadable:{p}"),
+        },
+    }
+}
+
+impl FingerprintSettings {
+    pub fn of(options: &FingerprintOptions) -> FingerprintSettings {
+        FingerprintSettings {
+            hash: HASH_NAME.into(),
+            normalization: "nfkc,lowercase,collapse-whitespace,no-space-between-han".into(),
+            tokenizer: options.tokenizer.clone(),
+            weighting: options.weighting.to_string(),
+            idf: options.idf.to_string(),
+            stopwords: file_identity(&options.stopwords),
+            signal_words: file_identity(&options.signal_words),
+            user_dict: match &options.user_dict {
+                None => "none".into(),
+                some => file_identity(some),
+            },
+        }
+    }
+
+    /// The settings that determine an IDF model's terms (not its use).
+    pub fn for_idf_model(&self) -> FingerprintSettings {
+        FingerprintSettings { weighting: "-".into(), idf: "-".into(), signal_words: "-".into(), ..self.clone() }
+    }
+}
+
+/// Counts of one input.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct InputSummary {
+    pub name: String,
+    pub url: String,
+    pub documents: u64,
+    pub documents_without_terms: u64,
+}
+
+/// The run's summary.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Summary {
+    pub neardup_version: String,
+    pub command: String,
+    pub output: String,
+    pub inputs: Vec<InputSummary>,
+    pub documents: u64,
+    pub documents_without_terms: u64,
+    pub distinct_fingerprints: u64,
+    /// Pairs of distinct fingerprints within max_hamming (from the banded join).
+    pub near_fingerprint_pairs: u64,
+    /// Rows of pairs/.
+    pub pairs: u64,
+    pub clusters: u64,
+    pub documents_in_clusters: u64,
+    /// Documents that are not their cluster's representative.
+    pub duplicates: u64,
+    pub settings: Option<FingerprintSettings>,
+    pub max_hamming: u32,
+    pub band_plan: Option<BandPlanSummary>,
+    pub keep: String,
+    pub idf: Option<IdfSummary>,
+    pub timings_ms: BTreeMap<String, u64>,
+    pub total_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BandPlanSummary {
+    pub k: u32,
+    pub m: u32,
+    pub bands: usize,
+    pub min_key_bits: u32,
+    pub chosen: String,
+}
+
+impl BandPlanSummary {
+    pub fn of(plan: &BandPlan, auto: bool) -> BandPlanSummary {
+        BandPlanSummary {
+            k: plan.k,
+            m: plan.m,
+            bands: plan.bands(),
+            min_key_bits: plan.min_key_bits,
+            chosen: if auto { "auto".into() } else { "given".into() },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IdfSummary {
+    /// `corpus` (computed in this run) or the path of the loaded model.
+    pub source: String,
+    pub n_docs: u64,
+    pub terms: u64,
+    pub saved_to: Option<String>,
+}

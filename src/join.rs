@@ -1,0 +1,193 @@
+//! The banded self-join of spec §5, as plain arithmetic over `u64`.
+//!
+//! The 64 bits are split into `m` contiguous blocks. Two fingerprints within
+//! Hamming distance `k` differ in at most `k` blocks, so they agree exactly on
+//! at least `m − k` of them. There is one *band* (table) per choice of `m − k`
+//! blocks, `C(m, k)` in all; a fingerprint's key in a band is its value with
+//! every other bit cleared. An equi-join on `(band, key)` therefore yields
+//! every pair within distance `k` (no false negatives), plus candidates that
+//! the exact Hamming distance removes. A pair that agrees in several bands is
+//! kept only from the first of them ([`BandPlan::first_common_band`]), so it
+//! is reported once without a DISTINCT over all candidates.
+
+use serde::Serialize;
+
+/// Largest number of bands a plan may have: each is one row per fingerprint.
+pub const MAX_BANDS: u64 = 4096;
+/// Largest distance the join accepts (beyond it, SimHash says little).
+pub const MAX_HAMMING: u32 = 32;
+
+/// A choice of blocks and bands for distance `k`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BandPlan {
+    pub k: u32,
+    pub m: u32,
+    /// Bit mask of each band: the bits of its `m − k` blocks.
+    #[serde(skip)]
+    pub masks: Vec<u64>,
+    /// Fewest key bits of any band.
+    pub min_key_bits: u32,
+}
+
+fn binomial(n: u64, k: u64) -> u64 {
+    let k = k.min(n - k);
+    (0..k).fold(1u64, |acc, i| acc.saturating_mul(n - i) / (i + 1))
+}
+
+impl BandPlan {
+    /// A plan for distance `k` with `m` blocks (`k < m ≤ 64`).
+    pub fn new(k: u32, m: u32) -> Result<BandPlan, String> {
+        if k > MAX_HAMMING {
+            return Err(format!("max Hamming distance {k} is too large: use 0 to {MAX_HAMMING}"));
+        }
+        if m <= k || m > 64 {
+            return Err(format!("band blocks m = {m} must be more than k = {k} and at most 64"));
+        }
+        let bands = binomial(u64::from(m), u64::from(k));
+        if bands > MAX_BANDS {
+            return Err(format!(
+                "k = {k} with m = {m} blocks needs {bands} bands (more than {MAX_BANDS}): choose a smaller m"
+            ));
+        }
+        // Block widths: 64 / m, the first 64 % m blocks one bit wider.
+        let (base, extra) = (64 / m, 64 % m);
+        let mut blocks = Vec::with_capacity(m as usize);
+        let mut start = 0u32;
+        for b in 0..m {
+            let width = base + u32::from(b < extra);
+            let mask = if width == 64 { u64::MAX } else { ((1u64 << width) - 1) << start };
+            blocks.push(mask);
+            start += width;
+        }
+        // Bands in lexicographic order of the chosen blocks.
+        let keep = (m - k) as usize;
+        let mut masks = Vec::with_capacity(bands as usize);
+        let mut chosen: Vec<usize> = (0..keep).collect();
+        loop {
+            masks.push(chosen.iter().fold(0u64, |acc, &b| acc | blocks[b]));
+            // Advance to the next combination.
+            let mut i = keep;
+            loop {
+                if i == 0 {
+                    let min_key_bits = masks.iter().map(|m| m.count_ones()).min().unwrap_or(64);
+                    return Ok(BandPlan { k, m, masks, min_key_bits });
+                }
+                i -= 1;
+                if chosen[i] < m as usize - keep + i {
+                    break;
+                }
+            }
+            chosen[i] += 1;
+            for j in i + 1..keep {
+                chosen[j] = chosen[j - 1] + 1;
+            }
+        }
+    }
+
+    /// The plan with the cheapest expected cost for `n` distinct fingerprints:
+    /// rows written (`n · bands`) plus candidate pairs (`bands · n² / 2^(key bits+1)`).
+    pub fn auto(k: u32, n: u64) -> Result<BandPlan, String> {
+        if k > MAX_HAMMING {
+            return Err(format!("max Hamming distance {k} is too large: use 0 to {MAX_HAMMING}"));
+        }
+        let n = n.max(1) as f64;
+        let mut best: Option<(f64, u32)> = None;
+        for m in k + 1..=64.min(k + 24) {
+            let bands = binomial(u64::from(m), u64::from(k));
+            if bands > MAX_BANDS {
+                break;
+            }
+            let key_bits = (64 / m) * (m - k); // a lower bound, good enough to rank
+            let b = bands as f64;
+            let cost = n * b + b * n * n / 2f64.powi(key_bits as i32 + 1);
+            if best.is_none_or(|(c, _)| cost < c) {
+                best = Some((cost, m));
+            }
+        }
+        let (_, m) = best.ok_or_else(|| format!("no band plan for k = {k}"))?;
+        BandPlan::new(k, m)
+    }
+
+    pub fn bands(&self) -> usize {
+        self.masks.len()
+    }
+
+    /// `(band, key)` of a fingerprint in every band.
+    pub fn keys(&self, fingerprint: u64) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.masks.iter().enumerate().map(move |(i, mask)| (i as u32, fingerprint & mask))
+    }
+
+    /// The first band in which `a` and `b` have the same key, if any.
+    pub fn first_common_band(&self, a: u64, b: u64) -> Option<u32> {
+        let diff = a ^ b;
+        self.masks.iter().position(|mask| diff & mask == 0).map(|i| i as u32)
+    }
+}
+
+/// All pairs `(i, j)`, `i < j`, of `fingerprints` within distance `k`, by
+/// comparing every pair: the reference the banded join is tested against.
+pub fn brute_force_pairs(fingerprints: &[u64], k: u32) -> Vec<(usize, usize, u32)> {
+    let mut out = Vec::new();
+    for i in 0..fingerprints.len() {
+        for j in i + 1..fingerprints.len() {
+            let d = (fingerprints[i] ^ fingerprints[j]).count_ones();
+            if d <= k {
+                out.push((i, j, d));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_shapes() {
+        let p = BandPlan::new(3, 4).unwrap();
+        assert_eq!((p.bands(), p.min_key_bits), (4, 16));
+        let p = BandPlan::new(3, 6).unwrap();
+        assert_eq!(p.bands(), 20);
+        assert_eq!(p.min_key_bits, 31); // blocks 11,11,11,11,10,10
+        let p = BandPlan::new(0, 1).unwrap();
+        assert_eq!(p.masks, [u64::MAX]);
+        assert!(BandPlan::new(3, 3).is_err());
+        assert!(BandPlan::new(12, 40).unwrap_err().contains("bands"));
+    }
+
+    #[test]
+    fn every_band_keeps_m_minus_k_blocks() {
+        for (k, m) in [(1, 2), (2, 5), (3, 4), (3, 6), (4, 7)] {
+            let p = BandPlan::new(k, m).unwrap();
+            assert_eq!(p.bands() as u64, binomial(m as u64, k as u64));
+            let mut masks = p.masks.clone();
+            masks.sort();
+            masks.dedup();
+            assert_eq!(masks.len(), p.bands(), "bands are distinct");
+        }
+    }
+
+    #[test]
+    fn pairs_within_k_share_a_band() {
+        let p = BandPlan::new(3, 5).unwrap();
+        let a = 0x0123_4567_89ab_cdefu64;
+        for bits in [[0, 1, 2], [0, 20, 63], [13, 26, 39], [60, 61, 62]] {
+            let b = bits.iter().fold(a, |x, &i| x ^ (1u64 << i));
+            assert!(p.first_common_band(a, b).is_some(), "{bits:?}");
+        }
+    }
+
+    #[test]
+    fn auto_plan_grows_with_the_corpus() {
+        assert_eq!(BandPlan::auto(3, 20_000).unwrap().m, 4);
+        assert!(BandPlan::auto(3, 10_000_000).unwrap().m >= 5);
+        assert_eq!(BandPlan::auto(0, 5).unwrap().m, 1);
+    }
+
+    #[test]
+    fn brute_force_finds_planted_pairs() {
+        let fps = [0u64, 1, 3, u64::MAX];
+        assert_eq!(brute_force_pairs(&fps, 1), [(0, 1, 1), (1, 2, 1)]);
+    }
+}

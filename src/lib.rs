@@ -1,0 +1,27 @@
+//! neardup: find near-duplicate documents in Parquet text archives.
+//!
+//! The pipeline is SQL (`sql/`, run by [`job`]) over functions registered by
+//! [`udf`]; the algorithms behind those functions are plain Rust:
+//!
+//! - [`text`]: normalisation, segmentation (jieba, Unicode words, n-grams)
+//!   and per-document term statistics;
+//! - [`weight`]: IDF formulas and weighting schemes;
+//! - [`fingerprint`]: the stable feature hash and 64-bit SimHash;
+//! - [`join`]: band plans of the exact banded self-join;
+//! - [`cluster`]: connected components over near pairs.
+//!
+//! [`session`] builds the one DataFusion session every run uses, [`storage`]
+//! reads inputs and commits outputs, [`cli`] and [`shell`] serve the binary.
+
+pub mod cli;
+pub mod cluster;
+pub mod error;
+pub mod fingerprint;
+pub mod job;
+pub mod join;
+pub mod session;
+pub mod shell;
+pub mod storage;
+pub mod text;
+pub mod udf;
+pub mod weight;

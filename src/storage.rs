@@ -1,0 +1,343 @@
+//! Where data comes from and goes to: Parquet inputs (files, folders, globs)
+//! checked before any work starts, and output folders that appear whole.
+//!
+//! Inputs are listed through DataFusion's object-store registry, so a URL
+//! scheme with a registered store reads the same way a local path does.
+//! Outputs are written into a staging folder beside the target and renamed
+//! into place once complete, with `_SUCCESS` inside: a reader sees either the
+//! previous result or the whole new one, never a part.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::prelude::SessionContext;
+use futures::TryStreamExt;
+use object_store::{ObjectMeta, ObjectStoreExt};
+
+use crate::error::{Error, Result};
+
+/// One input dataset: a name (the `source` of its documents) and a location.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputSpec {
+    pub name: String,
+    pub url: String,
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '.')
+}
+
+/// A default source name from a location: its file stem or folder name.
+pub fn default_name(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    let last = trimmed.rsplit('/').find(|p| !p.is_empty() && !p.contains(['*', '?', '['])).unwrap_or("input");
+    let stem = last.strip_suffix(".parquet").unwrap_or(last);
+    if stem.is_empty() { "input".into() } else { stem.to_string() }
+}
+
+impl InputSpec {
+    /// Parse `NAME=URL` or `URL`. A location that exists as written is never
+    /// split, so a Hive-style folder such as `date=2024-01-01/` stays a path.
+    pub fn parse(arg: &str) -> Result<InputSpec> {
+        if let Some((name, url)) = arg.split_once('=') {
+            if is_name(name) && !url.is_empty() && !Path::new(arg).exists() {
+                return Ok(InputSpec { name: name.to_string(), url: url.to_string() });
+            }
+        }
+        if arg.is_empty() {
+            return Err(Error::input("an --input is empty: give a Parquet file, folder or glob, optionally as NAME=URL"));
+        }
+        Ok(InputSpec { name: default_name(arg), url: arg.to_string() })
+    }
+}
+
+/// Check that names are unique and usable as `source` values.
+pub fn check_input_names(inputs: &[InputSpec]) -> Result<()> {
+    if inputs.is_empty() {
+        return Err(Error::input("no input given: pass at least one --input [NAME=]URL"));
+    }
+    for (i, a) in inputs.iter().enumerate() {
+        if !is_name(&a.name) {
+            return Err(Error::input(format!(
+                "input name '{}' may only hold letters, digits, '_', '-' and '.'",
+                a.name
+            )));
+        }
+        if let Some(b) = inputs[..i].iter().find(|b| b.name == a.name) {
+            return Err(Error::input(format!(
+                "inputs '{}' and '{}' are both named '{}': name them apart with NAME=URL",
+                b.url, a.url, a.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn is_hidden(location: &object_store::path::Path) -> bool {
+    location.filename().is_some_and(|f| f.starts_with('.') || f.starts_with('_'))
+}
+
+/// The Parquet files of a location. A single named file is taken whatever its
+/// extension; a folder or glob contributes its `*.parquet` files, skipping
+/// hidden ones (`.x`, `_SUCCESS`). Every file is checked to be Parquet.
+pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(ListingTableUrl, Vec<ObjectMeta>)> {
+    let table_url = ListingTableUrl::parse(url)
+        .map_err(|e| Error::input(format!("'{url}' is not a path or URL: {e}")))?;
+    let state = ctx.state();
+    let store = ctx
+        .runtime_env()
+        .object_store(table_url.object_store())
+        .map_err(|_| Error::input(format!(
+            "cannot read '{url}': no object store for scheme '{}' (supported here: local paths and file://)",
+            table_url.scheme()
+        )))?;
+    let listed: Vec<ObjectMeta> = table_url
+        .list_all_files(&state, store.as_ref(), "")
+        .await
+        .map_err(|e| Error::input(format!("cannot list '{url}': {e}")))?
+        .try_collect()
+        .await
+        .map_err(|e| Error::input(format!("cannot list '{url}': {e}")))?;
+    let single = !table_url.is_collection() && table_url.get_glob().is_none();
+    let mut files: Vec<ObjectMeta> = if single {
+        listed.into_iter().filter(|m| m.location.as_ref() == table_url.prefix().as_ref()).collect()
+    } else {
+        listed
+            .into_iter()
+            .filter(|m| !is_hidden(&m.location) && m.location.as_ref().ends_with(".parquet"))
+            .collect()
+    };
+    if files.is_empty() {
+        return Err(Error::input(if single {
+            format!("input '{url}' does not exist")
+        } else {
+            format!("no Parquet files (*.parquet) found at '{url}'")
+        }));
+    }
+    files.sort_by(|a, b| a.location.cmp(&b.location));
+    for f in &files {
+        check_parquet_magic(store.as_ref(), f).await?;
+    }
+    Ok((table_url, files))
+}
+
+async fn check_parquet_magic(store: &dyn object_store::ObjectStore, meta: &ObjectMeta) -> Result<()> {
+    let not_parquet = || Error::input(format!(
+        "'{}' is not a Parquet file (no PAR1 magic bytes): remove it from the input or convert it to Parquet",
+        meta.location
+    ));
+    if meta.size < 12 {
+        return Err(not_parquet());
+    }
+    let head = store.get_range(&meta.location, 0..4).await.map_err(|e| Error::runtime(format!("cannot read '{}': {e}", meta.location)))?;
+    let tail = store
+        .get_range(&meta.location, meta.size - 4..meta.size)
+        .await
+        .map_err(|e| Error::runtime(format!("cannot read '{}': {e}", meta.location)))?;
+    if head.as_ref() != b"PAR1" || tail.as_ref() != b"PAR1" {
+        return Err(not_parquet());
+    }
+    Ok(())
+}
+
+/// Register the Parquet files at `url` as table `name`; returns its schema.
+pub async fn register_parquet(ctx: &SessionContext, name: &str, url: &str) -> Result<SchemaRef> {
+    let (table_url, files) = list_parquet_files(ctx, url).await?;
+    let base = table_url.object_store();
+    let urls = files
+        .iter()
+        .map(|f| ListingTableUrl::parse(format!("{}{}", base.as_str(), f.location)))
+        .collect::<datafusion::error::Result<Vec<_>>>()?;
+    let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension("");
+    let state = ctx.state();
+    let config = ListingTableConfig::new_with_multi_paths(urls)
+        .with_listing_options(options)
+        .infer_schema(&state)
+        .await
+        .map_err(|e| Error::input(format!("cannot read the schema of '{url}': {e}")))?;
+    let table = ListingTable::try_new(config)?;
+    let schema = table.schema();
+    ctx.register_table(name, Arc::new(table))?;
+    Ok(schema)
+}
+
+/// The key-value metadata of every Parquet file at `url`, by file.
+pub async fn parquet_key_values(ctx: &SessionContext, url: &str) -> Result<Vec<(String, std::collections::HashMap<String, String>)>> {
+    use datafusion::parquet::file::metadata::ParquetMetaDataReader;
+    let (table_url, files) = list_parquet_files(ctx, url).await?;
+    let store = ctx.runtime_env().object_store(table_url.object_store())?;
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let bad = |e: String| Error::input(format!("cannot read the Parquet footer of '{}': {e}", f.location));
+        let tail = store.get_range(&f.location, f.size - 8..f.size).await.map_err(|e| bad(e.to_string()))?;
+        let len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+        if len + 8 > f.size {
+            return Err(bad(format!("footer length {len} exceeds the file size {}", f.size)));
+        }
+        let footer = store.get_range(&f.location, f.size - 8 - len..f.size - 8).await.map_err(|e| bad(e.to_string()))?;
+        let metadata = ParquetMetaDataReader::decode_metadata(&footer).map_err(|e| bad(e.to_string()))?;
+        let kv = metadata
+            .file_metadata()
+            .key_value_metadata()
+            .map(|kvs| kvs.iter().filter_map(|kv| Some((kv.key.clone(), kv.value.clone()?))).collect())
+            .unwrap_or_default();
+        out.push((f.location.to_string(), kv));
+    }
+    Ok(out)
+}
+
+/// Quote an SQL identifier.
+pub fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Quote an SQL string literal.
+pub fn literal(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "''"))
+}
+
+/// An output folder written through a staging folder and committed whole.
+#[derive(Debug)]
+pub struct OutputDir {
+    target: PathBuf,
+    staging: PathBuf,
+}
+
+fn local_path(url: &str) -> Result<PathBuf> {
+    let path = match url.strip_prefix("file://") {
+        Some(p) => PathBuf::from(p),
+        None if url.contains("://") => {
+            return Err(Error::input(format!(
+                "output '{url}': only local paths and file:// URLs can be written by this version"
+            )))
+        }
+        None => PathBuf::from(url),
+    };
+    if path.as_os_str().is_empty() {
+        return Err(Error::input("the output path is empty"));
+    }
+    Ok(std::path::absolute(&path)?)
+}
+
+impl OutputDir {
+    /// Prepare to write `url`. It must not exist (or be an empty folder)
+    /// unless `overwrite` is set, in which case it is replaced on commit.
+    pub fn prepare(url: &str, overwrite: bool) -> Result<OutputDir> {
+        let target = local_path(url)?;
+        if target.exists() {
+            let empty = target.is_dir() && std::fs::read_dir(&target)?.next().is_none();
+            if !empty && !overwrite {
+                return Err(Error::input(format!(
+                    "output '{}' already exists: choose a new path, or pass --overwrite to replace it",
+                    target.display()
+                )));
+            }
+            if !target.is_dir() {
+                return Err(Error::input(format!("output '{}' exists and is not a folder", target.display())));
+            }
+        }
+        let parent = target.parent().ok_or_else(|| Error::input(format!("output '{}' has no parent folder", target.display())))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::input(format!("cannot create output folder '{}': {e}", parent.display())))?;
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let staging = parent.join(format!(".{name}.neardup-staging"));
+        // A staging folder left by an interrupted run holds nothing committed.
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging)?;
+        }
+        std::fs::create_dir_all(&staging)
+            .map_err(|e| Error::input(format!("cannot write to '{}': {e}", parent.display())))?;
+        Ok(OutputDir { target, staging })
+    }
+
+    /// Final location.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Path of `relative` inside the staging folder, as a string for SQL.
+    pub fn staged(&self, relative: &str) -> String {
+        self.staging.join(relative).display().to_string()
+    }
+
+    /// Write `_SUCCESS` and move the staging folder into place.
+    pub fn commit(self, summary_json: &str) -> Result<()> {
+        std::fs::write(self.staging.join("summary.json"), summary_json)?;
+        std::fs::write(self.staging.join("_SUCCESS"), b"")?;
+        let old = self.staging.with_file_name(format!(
+            ".{}.neardup-old",
+            self.target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        ));
+        if old.exists() {
+            std::fs::remove_dir_all(&old)?;
+        }
+        if self.target.exists() {
+            std::fs::rename(&self.target, &old)?;
+        }
+        std::fs::rename(&self.staging, &self.target)?;
+        if old.exists() {
+            std::fs::remove_dir_all(&old)?;
+        }
+        Ok(())
+    }
+
+    /// Remove the intermediate tables (`_work/`) before committing.
+    pub fn remove_work(&self) -> Result<()> {
+        let work = self.staging.join("_work");
+        if work.exists() {
+            std::fs::remove_dir_all(work)?;
+        }
+        Ok(())
+    }
+
+    /// Remove everything staged (after a failure).
+    pub fn abort(self) {
+        let _ = std::fs::remove_dir_all(&self.staging);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_names() {
+        assert_eq!(InputSpec::parse("news=data/a.parquet").unwrap(), InputSpec { name: "news".into(), url: "data/a.parquet".into() });
+        assert_eq!(InputSpec::parse("data/a.parquet").unwrap().name, "a");
+        assert_eq!(InputSpec::parse("/x/crawl/").unwrap().name, "crawl");
+        assert_eq!(InputSpec::parse("/x/crawl/*.parquet").unwrap().name, "crawl");
+        assert_eq!(InputSpec::parse("s3://bucket/k=v/x.parquet").unwrap().name, "x");
+        let dup = [InputSpec::parse("a=x").unwrap(), InputSpec::parse("a=y").unwrap()];
+        assert!(check_input_names(&dup).unwrap_err().to_string().contains("both named 'a'"));
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(ident("we\"ird"), "\"we\"\"ird\"");
+        assert_eq!(literal("it's"), "'it''s'");
+    }
+
+    #[test]
+    fn output_commit_replaces_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        let out = OutputDir::prepare(target.to_str().unwrap(), false).unwrap();
+        std::fs::write(out.staged("a.txt"), "1").unwrap();
+        assert!(!target.exists(), "nothing is visible before commit");
+        out.commit("{}").unwrap();
+        assert!(target.join("_SUCCESS").exists() && target.join("a.txt").exists());
+        let err = OutputDir::prepare(target.to_str().unwrap(), false).unwrap_err();
+        assert!(err.to_string().contains("--overwrite"), "{err}");
+        let out = OutputDir::prepare(target.to_str().unwrap(), true).unwrap();
+        std::fs::write(out.staged("b.txt"), "2").unwrap();
+        out.commit("{}").unwrap();
+        assert!(target.join("b.txt").exists() && !target.join("a.txt").exists());
+        let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(entries, ["out"], "no staging or old folders are left behind");
+    }
+}

@@ -1,0 +1,426 @@
+//! Segmentation of normalised text into features (spec §2).
+//!
+//! An [`Analyzer`] bundles what segmentation needs besides the text: the
+//! jieba dictionary (plus an optional user dictionary), the stop words and the
+//! signal words. Building one loads a dictionary, so analyzers are cached per
+//! process by their options string ([`Analyzer::get`]); SQL functions receive
+//! that string as an argument, which keeps them stateless and lets every node
+//! of a cluster build the same analyzer by itself.
+//!
+//! Text without any Han character is split at Unicode word boundaries
+//! (UAX #29) in every word mode, so English or Russian documents never go
+//! through a Chinese dictionary.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::fs;
+use std::io::BufReader;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use jieba_rs::Jieba;
+use unicode_segmentation::UnicodeSegmentation;
+
+const BUILTIN_STOPWORDS: &str = include_str!("stopwords.txt");
+const BUILTIN_SIGNAL_WORDS: &str = include_str!("signal_words.txt");
+
+/// Longest character n-gram accepted by `char-N`.
+pub const MAX_CHAR_NGRAM: usize = 16;
+
+/// How text is cut into features.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// jieba exact mode with HMM for unknown words (the default).
+    Precise,
+    /// jieba full mode: every dictionary word, overlapping.
+    Full,
+    /// jieba search-engine mode: precise words plus their dictionary sub-words.
+    Search,
+    /// Overlapping character n-grams of the normalised text (shingles).
+    Chars(usize),
+}
+
+impl Mode {
+    /// Whether this mode produces POS tags that mean something.
+    pub fn is_word_mode(self) -> bool {
+        !matches!(self, Mode::Chars(_))
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mode::Precise => f.write_str("precise"),
+            Mode::Full => f.write_str("full"),
+            Mode::Search => f.write_str("search"),
+            Mode::Chars(n) => write!(f, "char-{n}"),
+        }
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "precise" | "" => Ok(Mode::Precise),
+            "full" => Ok(Mode::Full),
+            "search" => Ok(Mode::Search),
+            other => {
+                let n = other
+                    .strip_prefix("char-")
+                    .and_then(|n| n.parse::<usize>().ok())
+                    .filter(|n| (1..=MAX_CHAR_NGRAM).contains(n));
+                n.map(Mode::Chars).ok_or_else(|| {
+                    format!(
+                        "unknown tokenizer '{s}': use precise, full, search or char-N \
+                         with N from 1 to {MAX_CHAR_NGRAM}"
+                    )
+                })
+            }
+        }
+    }
+}
+
+/// One feature of a document: a term and its part-of-speech tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token<'a> {
+    pub term: &'a str,
+    /// ICTCLAS/PKU tag (`n`, `v`, `eng`, `m`, `x`, …); `x` when not tagged.
+    pub pos: &'a str,
+}
+
+/// Files that customise an analyzer. Parsed from the options string that SQL
+/// functions take: `key=value` pairs separated by `;`, keys `user_dict`,
+/// `stopwords` and `signal_words`, each a local file path. The empty string
+/// means the built-in defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct AnalyzerOptions {
+    pub user_dict: Option<String>,
+    pub stopwords: Option<String>,
+    pub signal_words: Option<String>,
+}
+
+impl AnalyzerOptions {
+    pub fn parse(options: &str) -> Result<Self, String> {
+        let mut parsed = AnalyzerOptions::default();
+        for part in options.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = part.split_once('=').ok_or_else(|| {
+                format!("analyzer option '{part}' is not key=value (keys: user_dict, stopwords, signal_words)")
+            })?;
+            let value = Some(value.trim().to_string()).filter(|v| !v.is_empty());
+            match key.trim() {
+                "user_dict" => parsed.user_dict = value,
+                "stopwords" => parsed.stopwords = value,
+                "signal_words" => parsed.signal_words = value,
+                other => {
+                    return Err(format!(
+                        "unknown analyzer option '{other}' (keys: user_dict, stopwords, signal_words)"
+                    ))
+                }
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// The canonical options string, as SQL functions take it.
+    pub fn to_options_string(&self) -> String {
+        let mut parts = Vec::new();
+        for (key, value) in [
+            ("user_dict", &self.user_dict),
+            ("stopwords", &self.stopwords),
+            ("signal_words", &self.signal_words),
+        ] {
+            if let Some(v) = value {
+                parts.push(format!("{key}={v}"));
+            }
+        }
+        parts.join(";")
+    }
+}
+
+/// Dictionary, stop words and signal words: everything segmentation needs.
+pub struct Analyzer {
+    jieba: Jieba,
+    stopwords: HashSet<Box<str>>,
+    signal_words: Vec<Box<str>>,
+    /// Shortest signal word in bytes: shorter terms cannot contain one.
+    min_signal_len: usize,
+}
+
+impl fmt::Debug for Analyzer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Analyzer")
+            .field("stopwords", &self.stopwords.len())
+            .field("signal_words", &self.signal_words.len())
+            .finish()
+    }
+}
+
+fn word_list(text: &str) -> impl Iterator<Item = &str> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+}
+
+fn read_list(path: &str, what: &str) -> Result<String, String> {
+    fs::read_to_string(path).map_err(|e| format!("cannot read {what} file '{path}': {e}"))
+}
+
+impl Analyzer {
+    /// Build an analyzer from its options (loads dictionaries: slow, use [`Analyzer::get`]).
+    pub fn new(options: &AnalyzerOptions) -> Result<Self, String> {
+        let mut jieba = Jieba::new();
+        if let Some(path) = &options.user_dict {
+            let file = fs::File::open(path)
+                .map_err(|e| format!("cannot read user dictionary '{path}': {e}"))?;
+            jieba.load_dict(&mut BufReader::new(file)).map_err(|e| {
+                format!("user dictionary '{path}' is not in jieba format (word [freq] [tag] per line): {e}")
+            })?;
+        }
+        let stop_text = match &options.stopwords {
+            Some(path) => read_list(path, "stop-word")?,
+            None => BUILTIN_STOPWORDS.to_string(),
+        };
+        let signal_text = match &options.signal_words {
+            Some(path) => read_list(path, "signal-word")?,
+            None => BUILTIN_SIGNAL_WORDS.to_string(),
+        };
+        // Normalise the lists the way documents are normalised, so that a
+        // full-width or upper-case entry still matches.
+        let stopwords = word_list(&stop_text)
+            .map(|w| super::normalize(w).into_boxed_str())
+            .collect();
+        let signal_words: Vec<Box<str>> = word_list(&signal_text)
+            .map(|w| super::normalize(w).into_boxed_str())
+            .filter(|w| !w.is_empty())
+            .collect();
+        let min_signal_len = signal_words.iter().map(|w| w.len()).min().unwrap_or(usize::MAX);
+        Ok(Analyzer { jieba, stopwords, signal_words, min_signal_len })
+    }
+
+    /// The process-wide analyzer for an options string, built on first use.
+    pub fn get(options: &str) -> Result<Arc<Analyzer>, String> {
+        static CACHE: OnceLock<Mutex<HashMap<String, Arc<Analyzer>>>> = OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(found) = cache.lock().expect("analyzer cache poisoned").get(options) {
+            return Ok(found.clone());
+        }
+        // Build outside the lock: loading a dictionary takes a moment and
+        // other options strings should not wait for it.
+        let built = Arc::new(Analyzer::new(&AnalyzerOptions::parse(options)?)?);
+        let mut guard = cache.lock().expect("analyzer cache poisoned");
+        Ok(guard.entry(options.to_string()).or_insert(built).clone())
+    }
+
+    /// Whether `term` is a feature: it has a letter or digit and is no stop word.
+    pub fn is_feature(&self, term: &str) -> bool {
+        term.chars().any(char::is_alphanumeric) && !self.stopwords.contains(term)
+    }
+
+    /// Whether `term` is, or contains, a signal word.
+    pub fn has_signal_word(&self, term: &str) -> bool {
+        term.len() >= self.min_signal_len
+            && self.signal_words.iter().any(|s| term.contains(&**s))
+    }
+
+    /// Append the features of already normalised `text` to `out`.
+    /// `with_pos` asks for real POS tags (slower); without it every tag is `x`.
+    pub fn tokens<'a>(&'a self, text: &'a str, mode: Mode, with_pos: bool, out: &mut Vec<Token<'a>>) {
+        let start = out.len();
+        match mode {
+            Mode::Chars(n) => char_ngrams(text, n, out),
+            _ if !text.chars().any(is_han) => word_boundaries(text, out),
+            Mode::Precise if with_pos => out.extend(
+                self.jieba.tag(text, true).into_iter().map(|t| Token { term: t.word, pos: t.tag }),
+            ),
+            Mode::Precise => out.extend(
+                self.jieba.cut(text, true).into_iter().map(|t| Token { term: t.word, pos: "x" }),
+            ),
+            Mode::Full | Mode::Search => {
+                let words = if mode == Mode::Full {
+                    full_mode_words(self.jieba.cut_all(text))
+                } else {
+                    self.jieba.cut_for_search(text, true)
+                };
+                if with_pos {
+                    // Full and search modes have no tagger of their own: take
+                    // the tag precise mode gives a word, else tag the word alone.
+                    let tagged: HashMap<&str, &str> =
+                        self.jieba.tag(text, true).into_iter().map(|t| (t.word, t.tag)).collect();
+                    out.extend(words.into_iter().map(|w| Token {
+                        term: w.word,
+                        pos: tagged.get(w.word).copied().unwrap_or_else(|| self.tag_word(w.word)),
+                    }));
+                } else {
+                    out.extend(words.into_iter().map(|w| Token { term: w.word, pos: "x" }));
+                }
+            }
+        }
+        let mut index = 0;
+        out.retain(|t| {
+            index += 1;
+            index <= start || self.is_feature(t.term)
+        });
+    }
+
+    fn tag_word<'a>(&'a self, word: &'a str) -> &'a str {
+        match self.jieba.tag(word, false).as_slice() {
+            [only] => only.tag,
+            _ => "x",
+        }
+    }
+}
+
+/// jieba-rs's full mode also emits every single character; like the
+/// reference jieba, keep a single character only where no longer word covers it.
+fn full_mode_words(words: Vec<jieba_rs::Token<'_>>) -> Vec<jieba_rs::Token<'_>> {
+    let chars = words.iter().map(|w| w.end).max().unwrap_or(0);
+    let mut covered = vec![false; chars];
+    for w in words.iter().filter(|w| w.end - w.start > 1) {
+        covered[w.start..w.end].iter_mut().for_each(|c| *c = true);
+    }
+    words.into_iter().filter(|w| w.end - w.start > 1 || !covered[w.start]).collect()
+}
+
+/// Reuse a token buffer's allocation for tokens of another lifetime (the
+/// next row's text). The vector is emptied; no token outlives its text.
+pub fn recycle<'b>(mut tokens: Vec<Token<'_>>) -> Vec<Token<'b>> {
+    tokens.clear();
+    tokens.into_iter().map(|_| unreachable!("the vector is empty")).collect()
+}
+
+/// Han ideographs, the characters jieba segments.
+pub fn is_han(c: char) -> bool {
+    matches!(c as u32,
+        0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2EBEF | 0x2F800..=0x2FA1F)
+}
+
+fn word_boundaries<'a>(text: &'a str, out: &mut Vec<Token<'a>>) {
+    out.extend(text.unicode_words().map(|w| Token {
+        term: w,
+        pos: if w.chars().all(|c| c.is_numeric() || c == '.' || c == ',') {
+            "m"
+        } else if w.chars().any(char::is_alphabetic) {
+            "eng"
+        } else {
+            "x"
+        },
+    }));
+}
+
+fn char_ngrams<'a>(text: &'a str, n: usize, out: &mut Vec<Token<'a>>) {
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).chain([text.len()]).collect();
+    let chars = bounds.len() - 1;
+    if chars == 0 {
+        return;
+    }
+    if chars < n {
+        // A text shorter than one shingle is one feature, not none.
+        out.push(Token { term: text, pos: "x" });
+        return;
+    }
+    out.extend((0..=chars - n).map(|i| Token { term: &text[bounds[i]..bounds[i + n]], pos: "x" }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::normalize;
+
+    fn terms(text: &str, mode: Mode) -> Vec<String> {
+        let analyzer = Analyzer::get("").unwrap();
+        let text = normalize(text);
+        let mut out = Vec::new();
+        analyzer.tokens(&text, mode, true, &mut out);
+        out.iter().map(|t| t.term.to_string()).collect()
+    }
+
+    #[test]
+    fn mode_parsing_round_trips() {
+        for s in ["precise", "full", "search", "char-3", "char-16"] {
+            assert_eq!(s.parse::<Mode>().unwrap().to_string(), s);
+        }
+        assert!("char-0".parse::<Mode>().is_err());
+        assert!("char-17".parse::<Mode>().is_err());
+        let err = "exact".parse::<Mode>().unwrap_err();
+        assert!(err.contains("unknown tokenizer 'exact'"), "{err}");
+    }
+
+    #[test]
+    fn precise_mode_drops_stop_words_and_punctuation() {
+        assert_eq!(terms("我们在北京大学学习，很开心！", Mode::Precise), ["北京大学", "学习", "开心"]);
+    }
+
+    #[test]
+    fn mixed_chinese_latin_digits() {
+        let t = terms("苹果发布ＩＰｈｏｎｅ 15，售价5999元", Mode::Precise);
+        assert!(t.contains(&"iphone".to_string()), "{t:?}");
+        assert!(t.contains(&"15".to_string()), "{t:?}");
+        assert!(t.contains(&"5999".to_string()), "{t:?}");
+        assert!(t.contains(&"苹果".to_string()), "{t:?}");
+    }
+
+    #[test]
+    fn full_mode_emits_overlapping_words() {
+        assert_eq!(terms("北京大学", Mode::Full), ["北京", "北京大学", "大学"]);
+        // A single character stays where no word covers it.
+        assert!(terms("我爱北京", Mode::Full).contains(&"爱".to_string()));
+    }
+
+    #[test]
+    fn search_mode_adds_sub_words() {
+        let t = terms("中华人民共和国", Mode::Search);
+        assert!(t.contains(&"中华人民共和国".to_string()) && t.contains(&"人民".to_string()), "{t:?}");
+    }
+
+    #[test]
+    fn non_han_text_uses_word_boundaries() {
+        assert_eq!(terms("Don't PANIC: it's 42.", Mode::Precise), ["don't", "panic", "42"]);
+    }
+
+    #[test]
+    fn char_ngrams_skip_punctuation_only_windows() {
+        assert_eq!(terms("ab，c", Mode::Chars(2)), ["ab", "b,", ",c"]);
+        assert_eq!(terms("？！", Mode::Chars(2)), Vec::<String>::new());
+        assert_eq!(terms("x", Mode::Chars(3)), ["x"]);
+    }
+
+    #[test]
+    fn pos_tags_come_from_jieba() {
+        let analyzer = Analyzer::get("").unwrap();
+        let mut out = Vec::new();
+        analyzer.tokens("我爱北京天安门", Mode::Precise, true, &mut out);
+        let tags: Vec<_> = out.iter().map(|t| (t.term, t.pos)).collect();
+        assert_eq!(tags, [("爱", "v"), ("北京", "ns"), ("天安门", "ns")]);
+    }
+
+    #[test]
+    fn built_in_lists_do_not_overlap() {
+        let a = Analyzer::get("").unwrap();
+        for w in word_list(BUILTIN_SIGNAL_WORDS) {
+            assert!(a.is_feature(w), "signal word '{w}' is a stop word");
+        }
+    }
+
+    #[test]
+    fn options_are_validated() {
+        assert!(AnalyzerOptions::parse("colour=red").unwrap_err().contains("unknown analyzer option"));
+        let o = AnalyzerOptions::parse(" stopwords=/a.txt ; user_dict=/b.txt").unwrap();
+        assert_eq!(o.to_options_string(), "user_dict=/b.txt;stopwords=/a.txt");
+        let err = Analyzer::new(&AnalyzerOptions { user_dict: Some("/nonexistent/dict.txt".into()), ..Default::default() })
+            .unwrap_err();
+        assert!(err.contains("/nonexistent/dict.txt"), "{err}");
+    }
+
+    #[test]
+    fn user_dictionary_changes_segmentation() {
+        let dir = tempfile::tempdir().unwrap();
+        let dict = dir.path().join("dict.txt");
+        std::fs::write(&dict, "近重复检测 100 n\n").unwrap();
+        let a = Analyzer::new(&AnalyzerOptions { user_dict: Some(dict.display().to_string()), ..Default::default() }).unwrap();
+        let mut out = Vec::new();
+        a.tokens("近重复检测很有用", Mode::Precise, true, &mut out);
+        assert_eq!(out[0], Token { term: "近重复检测", pos: "n" });
+    }
+}

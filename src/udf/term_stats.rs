@@ -1,0 +1,177 @@
+//! `term_stats(text, title [, mode [, options [, with_pos]]])`: the
+//! per-document term statistics every weighting is computed from.
+
+use std::sync::{Arc, OnceLock};
+
+use datafusion::arrow::array::{
+    ArrayRef, Float64Builder, ListArray, StringBuilder, StructArray, UInt32Builder, UInt64Builder, UInt8Builder,
+};
+use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
+use datafusion::arrow::datatypes::{DataType, Field, Fields};
+use datafusion::common::{exec_err, plan_err, Result, ScalarValue};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+
+use super::args::{doc, finish, is_string, to_arrays, Strings, TextSettings};
+use crate::text::{normalize_into, recycle, DocStats, Token};
+
+/// Fields of one term's statistics.
+pub fn term_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("term", DataType::Utf8, false),
+        Field::new("hash", DataType::UInt64, false),
+        Field::new("count", DataType::UInt32, false),
+        Field::new("tf", DataType::Float64, false),
+        Field::new("cx", DataType::UInt8, false),
+        Field::new("len", DataType::Float64, false),
+        Field::new("logo", DataType::UInt8, false),
+        Field::new("title", DataType::UInt8, false),
+    ])
+}
+
+fn item_field() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Struct(term_fields()), true))
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct TermStats {
+    signature: Signature,
+}
+
+impl Default for TermStats {
+    fn default() -> Self {
+        TermStats { signature: Signature::user_defined(Volatility::Immutable) }
+    }
+}
+
+#[derive(Default)]
+struct Columns {
+    term: StringBuilder,
+    hash: UInt64Builder,
+    count: UInt32Builder,
+    tf: Float64Builder,
+    cx: UInt8Builder,
+    len: Float64Builder,
+    logo: UInt8Builder,
+    title: UInt8Builder,
+}
+
+impl Columns {
+    fn push(&mut self, stats: &DocStats) {
+        for t in &stats.terms {
+            self.term.append_value(t.term);
+            self.hash.append_value(t.hash);
+            self.count.append_value(t.count);
+            self.tf.append_value(t.tf);
+            self.cx.append_value(t.cx);
+            self.len.append_value(t.len);
+            self.logo.append_value(t.logo);
+            self.title.append_value(t.title);
+        }
+    }
+
+    fn finish(mut self) -> StructArray {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(self.term.finish()),
+            Arc::new(self.hash.finish()),
+            Arc::new(self.count.finish()),
+            Arc::new(self.tf.finish()),
+            Arc::new(self.cx.finish()),
+            Arc::new(self.len.finish()),
+            Arc::new(self.logo.finish()),
+            Arc::new(self.title.finish()),
+        ];
+        StructArray::new(term_fields(), columns, None)
+    }
+}
+
+impl ScalarUDFImpl for TermStats {
+    fn name(&self) -> &str {
+        "term_stats"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if !(2..=5).contains(&arg_types.len()) {
+            return plan_err!("term_stats takes 2 to 5 arguments, got {}", arg_types.len());
+        }
+        arg_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| match (i, t) {
+                (0 | 1, DataType::Null) => Ok(DataType::Utf8),
+                (0 | 1, t) if is_string(t) => Ok(t.clone()),
+                (2 | 3, t) if is_string(t) => Ok(DataType::Utf8),
+                (4, DataType::Boolean | DataType::Null) => Ok(DataType::Boolean),
+                (i, t) => plan_err!("term_stats: argument {} has the wrong type {t}", i + 1),
+            })
+            .collect()
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::List(item_field()))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let settings = TextSettings::from_args(&args.args, 2, self.name())?;
+        let with_pos = match args.args.get(4) {
+            None | Some(ColumnarValue::Scalar(ScalarValue::Null | ScalarValue::Boolean(None))) => true,
+            Some(ColumnarValue::Scalar(ScalarValue::Boolean(Some(b)))) => *b,
+            Some(_) => return exec_err!("term_stats: 'with_pos' must be a boolean constant"),
+        };
+        let (arrays, all_scalar) = to_arrays(&args.args[..2], args.number_rows)?;
+        let texts = Strings::try_new(&arrays[0], self.name(), "text")?;
+        let titles = Strings::try_new(&arrays[1], self.name(), "title")?;
+        let rows = arrays[0].len();
+        let mut columns = Columns::default();
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0i32);
+        let mut valid = Vec::with_capacity(rows);
+        let (mut text_buf, mut title_buf) = (String::new(), String::new());
+        let mut spare: Vec<Token> = Vec::new();
+        let mut written = 0usize;
+        for i in 0..rows {
+            let text = texts.get(i);
+            if let Some(text) = text {
+                normalize_into(text, &mut text_buf);
+                let has_title = titles.get(i).map(|t| normalize_into(t, &mut title_buf)).is_some();
+                let title = has_title.then_some(title_buf.as_str());
+                let mut tokens = recycle(std::mem::take(&mut spare));
+                let stats = DocStats::compute(&settings.analyzer, &text_buf, title, settings.mode, with_pos, &mut tokens);
+                columns.push(&stats);
+                written += stats.terms.len();
+                drop(stats);
+                spare = recycle(tokens);
+            }
+            valid.push(text.is_some());
+            let Ok(offset) = i32::try_from(written) else {
+                return exec_err!("term_stats: more than 2^31 terms in one batch; lower datafusion.execution.batch_size");
+            };
+            offsets.push(offset);
+        }
+        let list = ListArray::new(item_field(), OffsetBuffer::new(offsets.into()), Arc::new(columns.finish()), Some(NullBuffer::from(valid)));
+        finish(Arc::new(list), all_scalar)
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: OnceLock<Documentation> = OnceLock::new();
+        Some(DOC.get_or_init(|| {
+            doc(
+                "Per-document statistics of every distinct kept term, sorted by hash: term, hash \
+                 (hash64 of the term), count, tf (count / kept terms), and the factors of the \
+                 improved weight: cx (3 noun, 2 verb, 1 other), len ((chars − min) / (max − min) \
+                 over the document's terms), logo (5 if it is or contains a signal word) and title \
+                 (5 if it occurs among the title's terms). NULL text gives NULL; a text with no \
+                 kept terms gives an empty list.",
+                "term_stats(text, title [, mode [, options [, with_pos]]])",
+                "```sql\n> SELECT t['term'], t['count'], t['cx'], t['title']\n  FROM (SELECT unnest(term_stats('北京 北京 天安门', '天安门')) AS t);\n北京   2 3 0\n天安门 1 3 5\n```",
+                &[
+                    ("text", "The document text."),
+                    ("title", "The document title, or NULL."),
+                    ("mode", "precise (default), full, search or char-N."),
+                    ("options", "Analyzer files, as for tokenize."),
+                    ("with_pos", "Tag parts of speech (default true); false is faster and sets every cx to 1."),
+                ],
+            )
+        }))
+    }
+}

@@ -1,0 +1,153 @@
+//! Term weights (spec §3): the IDF formulas and the weighting schemes.
+//!
+//! The per-document parts of the improved weight (tf and the POS, length,
+//! signal-word and title factors) come from [`crate::text::DocStats`]; the
+//! corpus-wide part (idf) from document frequencies that the engine
+//! aggregates over every input. The weight itself is an SQL expression
+//! (see `sql/`), so a reader sees the formula where it is applied.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// How idf is computed from a document frequency `df` and a corpus size `n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdfFormula {
+    /// `ln(N / df + 0.01)` (paper 000; the default).
+    #[default]
+    Standard,
+    /// `ln(N / (df + 1))`, clamped at 0 (paper 001, notes 004).
+    DfPlusOne,
+}
+
+impl IdfFormula {
+    pub fn idf(self, df: f64, n: f64) -> f64 {
+        if !(n > 0.0) {
+            return 0.0;
+        }
+        match self {
+            IdfFormula::Standard => (n / df.max(1.0) + 0.01).ln(),
+            IdfFormula::DfPlusOne => (n / (df.max(0.0) + 1.0)).ln().max(0.0),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdfFormula::Standard => "standard",
+            IdfFormula::DfPlusOne => "df-plus-one",
+        }
+    }
+}
+
+impl fmt::Display for IdfFormula {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for IdfFormula {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "standard" => Ok(IdfFormula::Standard),
+            "df-plus-one" => Ok(IdfFormula::DfPlusOne),
+            _ => Err(format!("unknown IDF formula '{s}': use standard (ln(N/df+0.01)) or df-plus-one (ln(N/(df+1)))")),
+        }
+    }
+}
+
+/// How a term of a document is weighted in its SimHash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Weighting {
+    /// Every distinct term weighs 1.
+    None,
+    /// Raw occurrence counts (the source blog's choice).
+    Tf,
+    /// `tf · idf`.
+    Tfidf,
+    /// `tf · idf · (1 + cx + len + logo + title)` (paper 000; the default).
+    #[default]
+    Improved,
+}
+
+impl Weighting {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Weighting::None => "none",
+            Weighting::Tf => "tf",
+            Weighting::Tfidf => "tfidf",
+            Weighting::Improved => "improved",
+        }
+    }
+
+    /// Whether the weight needs corpus document frequencies.
+    pub fn needs_idf(self) -> bool {
+        matches!(self, Weighting::Tfidf | Weighting::Improved)
+    }
+
+    /// Whether the weight needs POS tags (tagging is slower than cutting).
+    pub fn needs_pos(self) -> bool {
+        self == Weighting::Improved
+    }
+
+    /// The weight as an SQL expression over a term-statistics struct `t` and
+    /// an idf expression.
+    pub fn sql_expr(self, idf: &str) -> String {
+        match self {
+            Weighting::None => "1.0".to_string(),
+            Weighting::Tf => "CAST(t['count'] AS DOUBLE)".to_string(),
+            Weighting::Tfidf => format!("t['tf'] * {idf}"),
+            Weighting::Improved => format!(
+                "t['tf'] * {idf} * (1 + t['cx'] + t['len'] + t['logo'] + t['title'])"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Weighting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Weighting {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "none" => Ok(Weighting::None),
+            "tf" => Ok(Weighting::Tf),
+            "tfidf" => Ok(Weighting::Tfidf),
+            "improved" => Ok(Weighting::Improved),
+            _ => Err(format!("unknown weighting '{s}': use none, tf, tfidf or improved")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idf_formulas() {
+        assert!((IdfFormula::Standard.idf(10.0, 100.0) - (10.01f64).ln()).abs() < 1e-12);
+        assert!((IdfFormula::DfPlusOne.idf(9.0, 100.0) - (10.0f64).ln()).abs() < 1e-12);
+        // A term in every document: df-plus-one goes negative and is clamped.
+        assert_eq!(IdfFormula::DfPlusOne.idf(100.0, 100.0), 0.0);
+        assert!(IdfFormula::Standard.idf(100.0, 100.0) > 0.0);
+        assert_eq!(IdfFormula::Standard.idf(1.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for w in [Weighting::None, Weighting::Tf, Weighting::Tfidf, Weighting::Improved] {
+            assert_eq!(w.as_str().parse::<Weighting>().unwrap(), w);
+        }
+        for f in [IdfFormula::Standard, IdfFormula::DfPlusOne] {
+            assert_eq!(f.as_str().parse::<IdfFormula>().unwrap(), f);
+        }
+        assert!("bm25".parse::<Weighting>().unwrap_err().contains("unknown weighting 'bm25'"));
+    }
+}

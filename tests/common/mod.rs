@@ -1,0 +1,114 @@
+//! Helpers shared by the integration tests: run the real binary, read its
+//! Parquet outputs back, and find the shared real-text folder.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, UInt64Type};
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn sample(name: &str) -> String {
+    root().join("sample_data").join(name).display().to_string()
+}
+
+/// `../shared/data/NAME` if present (a user's fresh checkout has no ../shared).
+pub fn shared_data(name: &str) -> Option<PathBuf> {
+    let p = root().join("../shared/data").join(name);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!("SKIPPED: {} is absent (the shared data folder is not beside this checkout)", p.display());
+        None
+    }
+}
+
+/// Run the neardup binary with `args`.
+pub fn neardup(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neardup")).args(args).output().expect("run neardup")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Assert success and return standard output.
+pub fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "neardup failed ({:?}):\n{}", o.status.code(), stderr(o));
+    stdout(o)
+}
+
+/// All rows of every Parquet file under `dir`.
+pub fn read_dir(dir: &Path) -> Vec<RecordBatch> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| {
+            let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(f).unwrap()).unwrap().build().unwrap();
+            reader.map(|b| b.unwrap()).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Column `name` of `batches` rendered as strings ("NULL" for nulls).
+pub fn strings(batches: &[RecordBatch], name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in batches {
+        let col = b.column_by_name(name).unwrap_or_else(|| panic!("no column {name}"));
+        let col = cast(col, &DataType::Utf8).unwrap();
+        let col = col.as_string::<i32>();
+        for i in 0..col.len() {
+            out.push(if col.is_null(i) { "NULL".into() } else { col.value(i).to_string() });
+        }
+    }
+    out
+}
+
+pub fn u64s(batches: &[RecordBatch], name: &str) -> Vec<Option<u64>> {
+    let mut out = Vec::new();
+    for b in batches {
+        let col = cast(b.column_by_name(name).unwrap(), &DataType::UInt64).unwrap();
+        let col = col.as_primitive::<UInt64Type>();
+        out.extend((0..col.len()).map(|i| col.is_valid(i).then(|| col.value(i))));
+    }
+    out
+}
+
+/// Clusters of a dedup output as sets of "source/id".
+pub fn clusters(out: &Path) -> BTreeSet<BTreeSet<String>> {
+    let b = read_dir(&out.join("clusters"));
+    let (s, i, c) = (strings(&b, "source"), strings(&b, "id"), strings(&b, "cluster_id"));
+    let mut by: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+    for n in 0..s.len() {
+        by.entry(c[n].clone()).or_default().insert(format!("{}/{}", s[n], i[n]));
+    }
+    by.into_values().collect()
+}
+
+/// Pairs of a dedup output as ("source/id", "source/id", hamming).
+pub fn pairs(out: &Path) -> Vec<(String, String, String)> {
+    let b = read_dir(&out.join("pairs"));
+    let (sa, ia, sb, ib, h) =
+        (strings(&b, "source_a"), strings(&b, "id_a"), strings(&b, "source_b"), strings(&b, "id_b"), strings(&b, "hamming"));
+    (0..sa.len()).map(|n| (format!("{}/{}", sa[n], ia[n]), format!("{}/{}", sb[n], ib[n]), h[n].clone())).collect()
+}
+
+pub fn summary(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}

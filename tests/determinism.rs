@@ -1,0 +1,41 @@
+//! Same input, same settings, same output: fingerprints, pairs and clusters
+//! do not depend on the number of partitions, the batch size or the run.
+
+mod common;
+use common::*;
+
+fn run(out: &std::path::Path, engine: &[&str]) {
+    let news = format!("news={}", sample("news.parquet"));
+    let reprints = format!("reprints={}", sample("reprints.parquet"));
+    let mut args = vec!["dedup", "-q", "-i", &news, "-i", &reprints, "-o", out.to_str().unwrap()];
+    args.extend_from_slice(engine);
+    ok(&neardup(&args));
+}
+
+fn table(out: &std::path::Path, name: &str, columns: &[&str]) -> Vec<Vec<String>> {
+    let batches = read_dir(&out.join(name));
+    columns.iter().map(|c| strings(&batches, c)).collect()
+}
+
+#[test]
+fn output_does_not_depend_on_partitions_or_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one");
+    let many = dir.path().join("many");
+    let again = dir.path().join("again");
+    run(&one, &["--target-partitions", "1"]);
+    run(&many, &["--target-partitions", "7", "--batch-size", "13"]);
+    run(&again, &["--target-partitions", "1"]);
+    for (name, cols) in [
+        ("fingerprints", &["source", "id", "simhash", "n_terms", "n_chars"][..]),
+        ("pairs", &["source_a", "id_a", "source_b", "id_b", "hamming"][..]),
+        ("clusters", &["source", "id", "cluster_id", "is_representative", "cluster_size", "simhash"][..]),
+    ] {
+        let a = table(&one, name, cols);
+        assert!(!a[0].is_empty(), "{name} is empty");
+        assert_eq!(a, table(&many, name, cols), "{name} differs between 1 and 7 partitions");
+        // A repeated run writes the very same bytes.
+        let file = format!("{name}/part-00000.parquet");
+        assert_eq!(std::fs::read(one.join(&file)).unwrap(), std::fs::read(again.join(&file)).unwrap(), "{file} differs between runs");
+    }
+}
