@@ -2,7 +2,8 @@
 -- term_stats gives, per distinct kept term: term, hash, count, tf and the
 -- factors of the improved weight (cx, len, logo, title). The result goes to
 -- the run's work folder and is read twice below: for the corpus document
--- frequencies and for the weights.
+-- frequencies and for the weights. The job runs this statement with small
+-- scan batches dealt round robin to every core (see the runner).
 COPY (
   SELECT source,
          id,

@@ -86,8 +86,18 @@ impl Progress {
     }
 }
 
+/// Run one statement. With `NEARDUP_EXPLAIN=1` in the environment, print
+/// its physical plan to standard error first (a debugging aid).
 async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec<RecordBatch>> {
-    Ok(ctx.sql(statement).await?.collect().await?)
+    let df = ctx.sql(statement).await?;
+    if std::env::var_os("NEARDUP_EXPLAIN").is_some_and(|v| v == "1") {
+        let plan = df.clone().create_physical_plan().await?;
+        eprintln!(
+            "neardup: plan of\n{statement}\n{}",
+            datafusion::physical_plan::displayable(plan.as_ref()).indent(true)
+        );
+    }
+    Ok(df.collect().await?)
 }
 
 fn column_u64(batch: &RecordBatch, index: usize) -> Result<UInt64Array> {
@@ -100,6 +110,30 @@ async fn scalar_u64(ctx: &SessionContext, statement: &str) -> Result<u64> {
     let batches = collect(ctx, statement).await?;
     let batch = batches.iter().find(|b| b.num_rows() > 0).ok_or_else(|| Error::runtime("query returned no rows"))?;
     Ok(column_u64(batch, 0)?.value(0))
+}
+
+/// Settings for the segmentation statement. Segmentation costs far more per
+/// row than reading, so it must be spread over every core even when an
+/// input is one Parquet row group: the scan is not split by byte ranges (the
+/// ranges of one row group leave all rows in one partition) but read in
+/// small batches, which DataFusion then deals round robin to all partitions.
+const SEGMENTATION_SETTINGS: &[(&str, &str)] =
+    &[("datafusion.optimizer.repartition_file_scans", "false"), ("datafusion.execution.batch_size", "256")];
+
+/// Run `statement` with session settings changed, restoring them afterwards.
+async fn collect_with(ctx: &SessionContext, settings: &[(&str, &str)], statement: &str) -> Result<Vec<RecordBatch>> {
+    let options = ctx.state().config().options().clone();
+    let mut previous = Vec::new();
+    for (key, value) in settings {
+        let old = options.entries().into_iter().find(|e| e.key == *key).and_then(|e| e.value);
+        previous.push((key, old.ok_or_else(|| Error::runtime(format!("no engine setting {key}")))?));
+        collect(ctx, &format!("SET {key} = {value}")).await?;
+    }
+    let result = collect(ctx, statement).await;
+    for (key, old) in previous {
+        collect(ctx, &format!("SET {key} = {old}")).await?;
+    }
+    result
 }
 
 /// `OPTIONS (...)` carrying Parquet key-value metadata.
@@ -242,8 +276,9 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
 
     // Stage 1: segment once.
     let terms_path = out.staged("_work/terms.parquet");
-    collect(
+    collect_with(
         ctx,
+        SEGMENTATION_SETTINGS,
         &render(
             sql::TERMS,
             &[
