@@ -2,8 +2,9 @@
 -- in its hash; simhash_agg sums the votes in fixed point, so the fingerprint
 -- does not depend on partitioning. A document without kept terms gets a NULL
 -- fingerprint and never takes part in the join.
--- The weight, for the weighting in use:
---   {{weight}}
+-- term_weight computes, for weighting 'improved' (the default),
+--   tf · idf(df, N) · (1 + cx + len + logo + title)
+-- and tf · idf, the raw count, or 1 for 'tfidf', 'tf' and 'none'.
 COPY (
   WITH weighted AS (
     SELECT e.source,

@@ -58,6 +58,18 @@ impl FromStr for IdfFormula {
     }
 }
 
+/// The per-document statistics of a term that weights use (see
+/// [`crate::text::TermStat`] for their meaning).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TermFactors {
+    pub count: u32,
+    pub tf: f64,
+    pub cx: u8,
+    pub len: f64,
+    pub logo: u8,
+    pub title: u8,
+}
+
 /// How a term of a document is weighted in its SimHash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -93,16 +105,15 @@ impl Weighting {
         self == Weighting::Improved
     }
 
-    /// The weight as an SQL expression over a term-statistics struct `t` and
-    /// an idf expression.
-    pub fn sql_expr(self, idf: &str) -> String {
+    /// The weight of a term from its document statistics and its idf.
+    pub fn weight(self, stats: &TermFactors, idf: f64) -> f64 {
         match self {
-            Weighting::None => "1.0".to_string(),
-            Weighting::Tf => "CAST(t['count'] AS DOUBLE)".to_string(),
-            Weighting::Tfidf => format!("t['tf'] * {idf}"),
-            Weighting::Improved => format!(
-                "t['tf'] * {idf} * (1 + t['cx'] + t['len'] + t['logo'] + t['title'])"
-            ),
+            Weighting::None => 1.0,
+            Weighting::Tf => f64::from(stats.count),
+            Weighting::Tfidf => stats.tf * idf,
+            Weighting::Improved => {
+                stats.tf * idf * (1.0 + f64::from(stats.cx) + stats.len + f64::from(stats.logo) + f64::from(stats.title))
+            }
         }
     }
 }
@@ -138,6 +149,15 @@ mod tests {
         assert_eq!(IdfFormula::DfPlusOne.idf(100.0, 100.0), 0.0);
         assert!(IdfFormula::Standard.idf(100.0, 100.0) > 0.0);
         assert_eq!(IdfFormula::Standard.idf(1.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn weights_follow_the_formulas() {
+        let t = TermFactors { count: 3, tf: 0.25, cx: 3, len: 0.5, logo: 5, title: 0 };
+        assert_eq!(Weighting::None.weight(&t, 2.0), 1.0);
+        assert_eq!(Weighting::Tf.weight(&t, 2.0), 3.0);
+        assert_eq!(Weighting::Tfidf.weight(&t, 2.0), 0.5);
+        assert_eq!(Weighting::Improved.weight(&t, 2.0), 0.5 * (1.0 + 3.0 + 0.5 + 5.0));
     }
 
     #[test]

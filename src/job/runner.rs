@@ -314,11 +314,11 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
         let terms = scalar_u64(ctx, "SELECT count(*) FROM corpus_df").await?;
         idf_summary = Some(IdfSummary { source, n_docs, terms, saved_to: fp.save_idf_model.clone() });
         progress.done("corpus_df", format!("{terms} terms over {n_docs} documents"));
-        let idf = format!("idf(COALESCE(d.df, 1), {n_docs}, {})", literal(fp.idf.as_str()));
-        (fp.weighting.sql_expr(&idf), "LEFT JOIN corpus_df d ON d.hash = t['hash']".to_string())
+        (format!("d.df, {n_docs}"), "LEFT JOIN corpus_df d ON d.hash = t['hash']".to_string())
     } else {
-        (fp.weighting.sql_expr("1.0"), String::new())
+        ("NULL, NULL".to_string(), String::new())
     };
+    let weight = format!("term_weight(t, {weight}, {}, {})", literal(fp.weighting.as_str()), literal(fp.idf.as_str()));
 
     // Stage 3: weights and fingerprints.
     let fp_path = out.staged("fingerprints/part-00000.parquet");

@@ -23,6 +23,7 @@ mod simhash;
 mod simhash_agg;
 mod simhash_similarity;
 mod term_stats;
+mod term_weight;
 mod tokenize;
 mod tokenize_tagged;
 
@@ -34,6 +35,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(tokenize::Tokenize::default())),
         Arc::new(ScalarUDF::from(tokenize_tagged::TokenizeTagged::default())),
         Arc::new(ScalarUDF::from(term_stats::TermStats::default())),
+        Arc::new(ScalarUDF::from(term_weight::TermWeight::default())),
         Arc::new(ScalarUDF::from(idf::Idf::default())),
         Arc::new(ScalarUDF::from(hash64::Hash64::default())),
         Arc::new(ScalarUDF::from(simhash::Simhash::default())),
@@ -85,4 +87,103 @@ pub fn describe_all() -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    //! The adapters called directly on Arrow arrays, as the engine calls them:
+    //! every string layout, NULLs, scalars, and aggregate states merged.
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, StringViewArray, UInt64Array};
+    use datafusion::arrow::datatypes::{DataType, Field, UInt64Type};
+    use datafusion::config::ConfigOptions;
+    use datafusion::logical_expr::{ColumnarValue, EmitTo, ScalarFunctionArgs, ScalarUDFImpl};
+    use datafusion::scalar::ScalarValue;
+
+    use super::*;
+    use crate::fingerprint::{hash64, simhash};
+
+    fn call(f: &dyn ScalarUDFImpl, args: Vec<ColumnarValue>, rows: usize) -> ColumnarValue {
+        let arg_fields = args.iter().map(|a| Arc::new(Field::new("a", a.data_type(), true))).collect();
+        let return_type = f.return_type(&args.iter().map(|a| a.data_type()).collect::<Vec<_>>()).unwrap();
+        f.invoke_with_args(ScalarFunctionArgs {
+            args,
+            arg_fields,
+            number_rows: rows,
+            return_field: Arc::new(Field::new("r", return_type, true)),
+            config_options: Arc::new(ConfigOptions::default()),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn every_function_is_documented_with_an_example() {
+        let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
+        assert_eq!(names.len(), 11);
+        for f in scalar_functions() {
+            let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
+            assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());
+        }
+        for f in aggregate_functions() {
+            assert!(f.documentation().and_then(|d| d.sql_example.as_deref()).is_some_and(|e| e.contains(f.name())));
+        }
+    }
+
+    #[test]
+    fn tokenize_reads_string_views_and_keeps_nulls() {
+        let texts: ArrayRef = Arc::new(StringViewArray::from(vec![Some("北京天安门"), None, Some("")]));
+        let out = call(&tokenize::Tokenize::default(), vec![ColumnarValue::Array(texts)], 3).into_array(3).unwrap();
+        let list = out.as_list::<i32>();
+        assert_eq!(list.value(0).as_string::<i32>().iter().flatten().collect::<Vec<_>>(), ["北京", "天安门"]);
+        assert!(list.is_null(1));
+        assert!(!list.is_null(2) && list.value(2).is_empty());
+    }
+
+    #[test]
+    fn scalar_arguments_give_a_scalar() {
+        let out = call(
+            &hamming::Hamming::default(),
+            vec![ColumnarValue::Scalar(ScalarValue::UInt64(Some(11))), ColumnarValue::Scalar(ScalarValue::UInt64(Some(1)))],
+            1,
+        );
+        assert!(matches!(out, ColumnarValue::Scalar(ScalarValue::Int32(Some(2)))), "{out:?}");
+    }
+
+    #[test]
+    fn band_keys_are_null_for_a_null_fingerprint() {
+        let fps: ArrayRef = Arc::new(UInt64Array::from(vec![Some(u64::MAX), None]));
+        let k = ColumnarValue::Scalar(ScalarValue::Int64(Some(3)));
+        let m = ColumnarValue::Scalar(ScalarValue::Int64(Some(4)));
+        let out = call(&band_keys::BandKeys::default(), vec![ColumnarValue::Array(fps), k, m], 2).into_array(2).unwrap();
+        let list = out.as_list::<i32>();
+        assert_eq!(list.value(0).len(), 4);
+        assert!(list.is_null(1));
+    }
+
+    #[test]
+    fn simhash_groups_merge_partial_states_exactly() {
+        use datafusion::logical_expr::GroupsAccumulator;
+        let hashes: Vec<u64> = (0..50u64).map(|i| hash64(&i.to_le_bytes())).collect();
+        let weights: Vec<f64> = (0..50).map(|i| 0.5 + f64::from(i % 5)).collect();
+        let expected = simhash(hashes.iter().copied().zip(weights.iter().copied()));
+        // Two partial accumulators over halves, merged by a third.
+        let mut parts = Vec::new();
+        for range in [0..20, 20..50] {
+            let mut acc = simhash_agg::SimhashGroups::default();
+            let values: Vec<ArrayRef> = vec![
+                Arc::new(UInt64Array::from(hashes[range.clone()].to_vec())),
+                Arc::new(Float64Array::from(weights[range.clone()].to_vec())),
+            ];
+            acc.update_batch(&values, &vec![0; range.len()], None, 1).unwrap();
+            parts.push(acc.state(EmitTo::All).unwrap().remove(0));
+        }
+        let mut merged = simhash_agg::SimhashGroups::default();
+        for state in &parts {
+            merged.merge_batch(std::slice::from_ref(state), &[0], 1).unwrap();
+        }
+        let out = merged.evaluate(EmitTo::All).unwrap();
+        assert_eq!(out.as_primitive::<UInt64Type>().value(0), expected);
+        assert_eq!(out.data_type(), &DataType::UInt64);
+    }
 }

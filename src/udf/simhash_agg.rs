@@ -122,7 +122,7 @@ impl Accumulator for SimhashAccumulator {
 
 /// Accumulator for many groups at once (GROUP BY), one vote vector each.
 #[derive(Debug, Default)]
-struct SimhashGroups {
+pub(super) struct SimhashGroups {
     votes: Vec<SimHasher>,
     seen: Vec<bool>,
 }
