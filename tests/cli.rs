@@ -216,3 +216,98 @@ fn non_text_column_is_refused() {
     ok(&neardup(&["sql", "-c", &format!("COPY (SELECT 1 AS id, 42 AS text) TO '{}' STORED AS PARQUET", made.display())]));
     fails_with(&neardup(&["dedup", "-q", "-i", made.to_str().unwrap(), "-o", o.to_str().unwrap()]), 2, &["column 'text'", "must be text"]);
 }
+
+#[test]
+fn saved_idf_model_reproduces_the_fingerprints() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("models/idf.parquet");
+    let model_s = model.to_str().unwrap();
+    let first = dir.path().join("first");
+    ok(&dedup(&first, &["--save-idf-model", model_s]));
+    let s = summary(&first);
+    assert_eq!(s["idf"]["source"], "corpus");
+    assert_eq!(s["idf"]["saved_to"], model_s);
+
+    // The model: one row per term, with N in its metadata.
+    let m = read_dir(model.parent().unwrap());
+    let rows: usize = m.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows as u64, s["idf"]["terms"].as_u64().unwrap());
+    assert!(strings(&m, "term").iter().any(|t| t == "北京"));
+
+    // Loading it gives the same fingerprints as computing it.
+    let second = dir.path().join("second");
+    ok(&dedup(&second, &["--idf-model", model_s]));
+    let cols = |out: &Path| {
+        let b = read_dir(&out.join("fingerprints"));
+        (strings(&b, "id"), u64s(&b, "simhash"))
+    };
+    assert_eq!(cols(&first), cols(&second));
+    assert_eq!(summary(&second)["idf"]["source"], model_s);
+
+    // A smaller corpus keeps the model's N.
+    let third = dir.path().join("third");
+    let reprints = format!("reprints={}", sample("reprints.parquet"));
+    ok(&neardup(&["dedup", "-q", "-i", &reprints, "-o", third.to_str().unwrap(), "--idf-model", model_s]));
+    assert_eq!(summary(&third)["idf"]["n_docs"], s["idf"]["n_docs"]);
+
+    // A model made with another tokenizer is refused.
+    let err = dedup(&dir.path().join("fourth"), &["--idf-model", model_s, "--tokenizer", "full"]);
+    fails_with(&err, 2, &["other settings", "full"]);
+    let err = dedup(&dir.path().join("fifth"), &["--idf-model", &sample("news.parquet")]);
+    fails_with(&err, 2, &["not a neardup IDF model"]);
+}
+
+#[test]
+fn keep_longest_picks_the_longest_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(&dedup(&out, &["--keep", "longest"]));
+    let fp = read_dir(&out.join("fingerprints"));
+    let chars: std::collections::HashMap<String, u64> = strings(&fp, "source")
+        .iter()
+        .zip(strings(&fp, "id"))
+        .zip(u64s(&fp, "n_chars"))
+        .map(|((s, i), n)| (format!("{s}/{i}"), n.unwrap_or(0)))
+        .collect();
+    let c = read_dir(&out.join("clusters"));
+    let (s, i, cid, rep) = (strings(&c, "source"), strings(&c, "id"), strings(&c, "cluster_id"), strings(&c, "is_representative"));
+    let mut best: std::collections::BTreeMap<&str, (u64, String)> = Default::default();
+    let mut reps: std::collections::BTreeMap<&str, String> = Default::default();
+    for n in 0..s.len() {
+        let doc = format!("{}/{}", s[n], i[n]);
+        let len = chars[&doc];
+        let e = best.entry(&cid[n]).or_insert((0, String::new()));
+        if len > e.0 || (len == e.0 && doc < e.1) {
+            *e = (len, doc.clone());
+        }
+        if rep[n] == "true" {
+            assert!(reps.insert(&cid[n], doc).is_none(), "two representatives in cluster {}", cid[n]);
+        }
+    }
+    for (cluster, (_, doc)) in &best {
+        assert_eq!(&reps[cluster], doc, "cluster {cluster}");
+    }
+    // With boilerplate copies, the longest is not always the smallest id.
+    let smallest: BTreeSet<String> = clusters(&out).iter().map(|c| c.iter().next().unwrap().clone()).collect();
+    assert!(reps.values().any(|r| !smallest.contains(r)), "the keep rule made no difference");
+}
+
+#[test]
+fn sql_reads_statements_from_standard_input() {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["sql", "--format", "csv"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"CREATE VIEW v AS SELECT 'a;b' AS s;\nSELECT s, hash64(s) = hash64('a;b') AS same FROM v;\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(ok(&out), "s,same\na;b,true\n");
+}
