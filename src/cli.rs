@@ -131,7 +131,7 @@ pub struct DedupArgs {
     /// Column holding the document text.
     #[arg(long, default_value = "text", value_name = "COLUMN", help_heading = "Columns")]
     pub text_col: String,
-    /// Column holding the title (its terms weigh more) [default: `title` if present].
+    /// Column holding the title (its terms weigh more) [default: `title` if present; '' for none].
     #[arg(long, value_name = "COLUMN", help_heading = "Columns")]
     pub title_col: Option<String>,
     /// Tokenizer: precise (jieba exact mode), full, search, or char-N (character N-grams).

@@ -62,7 +62,9 @@ pub fn new_context(options: &EngineOptions) -> Result<SessionContext> {
         }
         config = config.with_batch_size(n);
     }
-    let mut runtime = RuntimeEnvBuilder::new().with_disk_manager_builder(DiskManagerBuilder::default());
+    let mut runtime = RuntimeEnvBuilder::new()
+        .with_disk_manager_builder(DiskManagerBuilder::default())
+        .with_object_store_registry(Arc::new(crate::storage::EnvStoreRegistry::new()));
     if let Some(limit) = &options.memory_limit {
         runtime = runtime.with_memory_limit(parse_size(limit)?, 1.0);
     }

@@ -255,6 +255,11 @@ fn saved_idf_model_reproduces_the_fingerprints() {
     fails_with(&err, 2, &["other settings", "full"]);
     let err = dedup(&dir.path().join("fifth"), &["--idf-model", &sample("news.parquet")]);
     fails_with(&err, 2, &["not a neardup IDF model"]);
+
+    // A weighting without idf still saves the corpus model when asked to.
+    let tf_model = dir.path().join("tf-idf.parquet");
+    ok(&dedup(&dir.path().join("sixth"), &["--weighting", "tf", "--save-idf-model", tf_model.to_str().unwrap()]));
+    assert_eq!(std::fs::read(&tf_model).unwrap(), std::fs::read(&model).unwrap(), "the model does not depend on the weighting");
 }
 
 #[test]

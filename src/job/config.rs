@@ -37,7 +37,7 @@ pub struct Columns {
     pub id: String,
     #[serde(default = "default_text")]
     pub text: String,
-    /// Title column; when absent, `title` is used if the input has it.
+    /// Title column; when absent, `title` is used if the input has it; "" for none.
     pub title: Option<String>,
 }
 

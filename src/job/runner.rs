@@ -24,7 +24,7 @@ use crate::cluster::components;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
 use crate::session::{new_context, EngineOptions};
-use crate::storage::{ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
+use crate::storage::{copy_file, ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
 
 /// The Parquet key-value metadata key of neardup's tables. One key only:
 /// DataFusion keeps COPY metadata in a hash map, so the order of several
@@ -216,6 +216,7 @@ async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRul
         check_id(field(&schema, &spec.columns.id, input, "document id", "--id-col")?, input)?;
         check_text(field(&schema, &spec.columns.text, input, "document text", "--text-col")?, input, "document text")?;
         let title = match &spec.columns.title {
+            Some(t) if t.is_empty() => "CAST(NULL AS VARCHAR)".into(),
             Some(t) => {
                 check_text(field(&schema, t, input, "title", "--title-col")?, input, "title")?;
                 ident(t)
@@ -246,6 +247,25 @@ async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRul
     Ok(schemas)
 }
 
+/// Commit the output with the summary, or remove what was staged.
+async fn finish(out: OutputDir, result: Result<Summary>, progress: Progress) -> Result<Summary> {
+    let mut summary = match result {
+        Ok(summary) => summary,
+        Err(e) => {
+            out.abort().await;
+            return Err(e);
+        }
+    };
+    summary.total_ms = progress.started.elapsed().as_millis() as u64;
+    summary.timings_ms = progress.timings;
+    let committed = async {
+        out.remove_work().await?;
+        out.commit(&serde_json::to_string_pretty(&summary).expect("summary serialises")).await
+    };
+    committed.await?;
+    Ok(summary)
+}
+
 /// Run `neardup dedup`: fingerprints, pairs and clusters of the inputs.
 pub async fn run_dedup(spec: &JobSpec, options: &RunOptions) -> Result<Summary> {
     let keep = spec.validate()?;
@@ -253,20 +273,9 @@ pub async fn run_dedup(spec: &JobSpec, options: &RunOptions) -> Result<Summary> 
     let mut progress = Progress::new(options.quiet);
     register_documents(&ctx, spec, &keep).await?;
     progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
-    let out = OutputDir::prepare(&spec.output, spec.overwrite)?;
-    match dedup_stages(&ctx, spec, &keep, &out, &mut progress).await {
-        Ok(mut summary) => {
-            summary.total_ms = progress.started.elapsed().as_millis() as u64;
-            summary.timings_ms = progress.timings;
-            out.remove_work()?;
-            out.commit(&serde_json::to_string_pretty(&summary).expect("summary serialises"))?;
-            Ok(summary)
-        }
-        Err(e) => {
-            out.abort();
-            Err(e)
-        }
-    }
+    let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
+    let result = dedup_stages(&ctx, spec, &keep, &out, &mut progress).await;
+    finish(out, result, progress).await
 }
 
 async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out: &OutputDir, progress: &mut Progress) -> Result<Summary> {
@@ -295,9 +304,10 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
     let corpus_n = scalar_u64(ctx, sql::CORPUS_SIZE).await?;
     progress.done("segment", format!("{corpus_n} documents with terms"));
 
-    // Stage 2: corpus document frequencies, or a saved model.
+    // Stage 2: corpus document frequencies, or a saved model. Computed also
+    // for weightings without idf when a model is to be saved.
     let mut idf_summary = None;
-    let (weight, df_join) = if fp.weighting.needs_idf() {
+    let (weight, df_join) = if fp.weighting.needs_idf() || fp.save_idf_model.is_some() {
         let (n_docs, source) = match &fp.idf_model {
             Some(model) => (load_idf_model(ctx, model, &settings).await?, model.clone()),
             None => {
@@ -306,7 +316,7 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
                 collect(ctx, &render(sql::CORPUS_DF, &[("path", &literal(&df_path)), ("options", &meta)])).await?;
                 register_parquet(ctx, "corpus_df", &df_path).await?;
                 if let Some(save) = &fp.save_idf_model {
-                    save_file_atomically(&df_path, save)?;
+                    copy_file(ctx, &df_path, save).await?;
                 }
                 (corpus_n, "corpus".to_string())
             }
@@ -314,7 +324,11 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
         let terms = scalar_u64(ctx, "SELECT count(*) FROM corpus_df").await?;
         idf_summary = Some(IdfSummary { source, n_docs, terms, saved_to: fp.save_idf_model.clone() });
         progress.done("corpus_df", format!("{terms} terms over {n_docs} documents"));
-        (format!("d.df, {n_docs}"), "LEFT JOIN corpus_df d ON d.hash = t['hash']".to_string())
+        if fp.weighting.needs_idf() {
+            (format!("d.df, {n_docs}"), "LEFT JOIN corpus_df d ON d.hash = t['hash']".to_string())
+        } else {
+            ("NULL, NULL".to_string(), String::new())
+        }
     } else {
         ("NULL, NULL".to_string(), String::new())
     };
@@ -363,7 +377,7 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
     }
 
     summary.command = "dedup".into();
-    summary.output = out.target().display().to_string();
+    summary.output = out.url().to_string();
     summary.settings = Some(settings);
     summary.idf = idf_summary;
     summary.inputs = input_counts(ctx, &spec.inputs).await?;
@@ -419,20 +433,8 @@ async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &Fingerprin
     Ok(n)
 }
 
-fn save_file_atomically(from: &str, to: &str) -> Result<()> {
-    let to = std::path::Path::new(to.strip_prefix("file://").unwrap_or(to));
-    if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| Error::input(format!("cannot create folder for IDF model '{}': {e}", to.display())))?;
-    }
-    let tmp = to.with_extension("parquet.neardup-tmp");
-    std::fs::copy(from, &tmp).map_err(|e| Error::input(format!("cannot write IDF model '{}': {e}", to.display())))?;
-    std::fs::rename(&tmp, to)?;
-    Ok(())
-}
-
-/// Write `(simhash, cluster_id)` for every fingerprint with a near pair.
-fn write_components(path: &str, labels: &[(u64, u64)]) -> Result<()> {
+/// `(simhash, cluster_id)` for every fingerprint with a near pair, as Parquet.
+fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
     let schema = Arc::new(Schema::new(vec![
         Field::new("simhash", DataType::UInt64, false),
         Field::new("cluster_id", DataType::UInt64, false),
@@ -440,13 +442,11 @@ fn write_components(path: &str, labels: &[(u64, u64)]) -> Result<()> {
     let nodes: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.0)));
     let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.1)));
     let batch = RecordBatch::try_new(schema.clone(), vec![nodes, ids])?;
-    if let Some(parent) = std::path::Path::new(path).parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let mut writer = ArrowWriter::try_new(std::fs::File::create(path)?, schema, None)?;
+    let mut buffer = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut buffer, schema, None)?;
     writer.write(&batch)?;
     writer.close()?;
-    Ok(())
+    Ok(buffer)
 }
 
 /// The join, components, clusters and pairs over a registered `fingerprints`
@@ -478,9 +478,8 @@ async fn join_stages(ctx: &SessionContext, join: &JoinOptions, keep: &KeepRule, 
     progress.done("join", format!("{near_count} near pairs among {distinct} distinct fingerprints (k = {k}, m = {}, {} bands)", plan.m, plan.bands()));
 
     let labels = components(edge_list);
-    let comp_path = out.staged("_work/components.parquet");
-    write_components(&comp_path, &labels)?;
-    register_parquet(ctx, "components", &comp_path).await?;
+    out.put("_work/components.parquet", components_parquet(&labels)?).await?;
+    register_parquet(ctx, "components", &out.staged("_work/components.parquet")).await?;
 
     let clusters_path = out.staged("clusters/part-00000.parquet");
     collect(ctx, &render(sql::CLUSTERS, &[("path", &literal(&clusters_path)), ("keep_order", keep.order_by())])).await?;
@@ -553,26 +552,19 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     )
     .await?;
     progress.done("inputs", format!("fingerprints from '{}'", input.url));
-    let out = OutputDir::prepare(&spec.output, spec.overwrite)?;
-    match join_stages(&ctx, &spec.join, &keep, &out, &mut progress).await {
-        Ok(mut summary) => {
-            summary.command = "pairs".into();
-            summary.output = out.target().display().to_string();
-            summary.settings = settings;
-            summary.inputs = input_counts(&ctx, std::slice::from_ref(input)).await?;
-            summary.documents = summary.inputs.iter().map(|i| i.documents).sum();
-            summary.documents_without_terms = summary.inputs.iter().map(|i| i.documents_without_terms).sum();
-            summary.total_ms = progress.started.elapsed().as_millis() as u64;
-            summary.timings_ms = progress.timings;
-            out.remove_work()?;
-            out.commit(&serde_json::to_string_pretty(&summary).expect("summary serialises"))?;
-            Ok(summary)
-        }
-        Err(e) => {
-            out.abort();
-            Err(e)
-        }
+    let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
+    let result = async {
+        let mut summary = join_stages(&ctx, &spec.join, &keep, &out, &mut progress).await?;
+        summary.command = "pairs".into();
+        summary.output = out.url().to_string();
+        summary.settings = settings;
+        summary.inputs = input_counts(&ctx, std::slice::from_ref(input)).await?;
+        summary.documents = summary.inputs.iter().map(|i| i.documents).sum();
+        summary.documents_without_terms = summary.inputs.iter().map(|i| i.documents_without_terms).sum();
+        Ok(summary)
     }
+    .await;
+    finish(out, result, progress).await
 }
 
 /// The settings all files of a fingerprint table were made with; an error

@@ -1,14 +1,18 @@
 //! Where data comes from and goes to: Parquet inputs (files, folders, globs)
-//! checked before any work starts, and output folders that appear whole.
+//! checked before any work starts ([`list_parquet_files`]), the object stores
+//! behind URLs ([`stores`]) and output folders that appear whole ([`output`]).
 //!
-//! Inputs are listed through DataFusion's object-store registry, so a URL
-//! scheme with a registered store reads the same way a local path does.
-//! Outputs are written into a staging folder beside the target and renamed
-//! into place once complete, with `_SUCCESS` inside: a reader sees either the
-//! previous result or the whole new one, never a part.
+//! Every location goes through DataFusion's object-store registry, so an
+//! `s3://` input reads the same way a local path does.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
+
+mod output;
+pub mod stores;
+
+pub use output::{copy_file, OutputDir};
+pub use stores::EnvStoreRegistry;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::TableProvider;
@@ -92,10 +96,7 @@ pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(List
     let store = ctx
         .runtime_env()
         .object_store(table_url.object_store())
-        .map_err(|_| Error::input(format!(
-            "cannot read '{url}': no object store for scheme '{}' (supported here: local paths and file://)",
-            table_url.scheme()
-        )))?;
+        .map_err(|e| Error::input(format!("cannot read '{url}': {e}")))?;
     let listed: Vec<ObjectMeta> = table_url
         .list_all_files(&state, store.as_ref(), "")
         .await
@@ -103,17 +104,25 @@ pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(List
         .try_collect()
         .await
         .map_err(|e| Error::input(format!("cannot list '{url}': {e}")))?;
-    let single = !table_url.is_collection() && table_url.get_glob().is_none();
+    let is_data = |m: &ObjectMeta| !is_hidden(&m.location) && m.location.as_ref().ends_with(".parquet");
+    let mut single = !table_url.is_collection() && table_url.get_glob().is_none();
     let mut files: Vec<ObjectMeta> = if single {
-        listed.into_iter().filter(|m| m.location.as_ref() == table_url.prefix().as_ref()).collect()
+        let prefix = table_url.prefix().as_ref();
+        let (exact, under): (Vec<ObjectMeta>, Vec<ObjectMeta>) =
+            listed.into_iter().partition(|m| m.location.as_ref() == prefix);
+        if exact.is_empty() {
+            // An object-store URL without a trailing slash may name a folder.
+            single = false;
+            let folder = format!("{prefix}/");
+            under.into_iter().filter(|m| m.location.as_ref().starts_with(&folder) && is_data(m)).collect()
+        } else {
+            exact
+        }
     } else {
-        listed
-            .into_iter()
-            .filter(|m| !is_hidden(&m.location) && m.location.as_ref().ends_with(".parquet"))
-            .collect()
+        listed.into_iter().filter(is_data).collect()
     };
     if files.is_empty() {
-        return Err(Error::input(if single {
+        return Err(Error::input(if !single && table_url.get_glob().is_none() && !table_url.is_collection() {
             format!("input '{url}' does not exist")
         } else {
             format!("no Parquet files (*.parquet) found at '{url}'")
@@ -201,106 +210,6 @@ pub fn literal(value: &str) -> String {
     format!("'{}'", value.replace('\'', "''"))
 }
 
-/// An output folder written through a staging folder and committed whole.
-#[derive(Debug)]
-pub struct OutputDir {
-    target: PathBuf,
-    staging: PathBuf,
-}
-
-fn local_path(url: &str) -> Result<PathBuf> {
-    let path = match url.strip_prefix("file://") {
-        Some(p) => PathBuf::from(p),
-        None if url.contains("://") => {
-            return Err(Error::input(format!(
-                "output '{url}': only local paths and file:// URLs can be written by this version"
-            )))
-        }
-        None => PathBuf::from(url),
-    };
-    if path.as_os_str().is_empty() {
-        return Err(Error::input("the output path is empty"));
-    }
-    Ok(std::path::absolute(&path)?)
-}
-
-impl OutputDir {
-    /// Prepare to write `url`. It must not exist (or be an empty folder)
-    /// unless `overwrite` is set, in which case it is replaced on commit.
-    pub fn prepare(url: &str, overwrite: bool) -> Result<OutputDir> {
-        let target = local_path(url)?;
-        if target.exists() {
-            let empty = target.is_dir() && std::fs::read_dir(&target)?.next().is_none();
-            if !empty && !overwrite {
-                return Err(Error::input(format!(
-                    "output '{}' already exists: choose a new path, or pass --overwrite to replace it",
-                    target.display()
-                )));
-            }
-            if !target.is_dir() {
-                return Err(Error::input(format!("output '{}' exists and is not a folder", target.display())));
-            }
-        }
-        let parent = target.parent().ok_or_else(|| Error::input(format!("output '{}' has no parent folder", target.display())))?;
-        std::fs::create_dir_all(parent)
-            .map_err(|e| Error::input(format!("cannot create output folder '{}': {e}", parent.display())))?;
-        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let staging = parent.join(format!(".{name}.neardup-staging"));
-        // A staging folder left by an interrupted run holds nothing committed.
-        if staging.exists() {
-            std::fs::remove_dir_all(&staging)?;
-        }
-        std::fs::create_dir_all(&staging)
-            .map_err(|e| Error::input(format!("cannot write to '{}': {e}", parent.display())))?;
-        Ok(OutputDir { target, staging })
-    }
-
-    /// Final location.
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
-    /// Path of `relative` inside the staging folder, as a string for SQL.
-    pub fn staged(&self, relative: &str) -> String {
-        self.staging.join(relative).display().to_string()
-    }
-
-    /// Write `_SUCCESS` and move the staging folder into place.
-    pub fn commit(self, summary_json: &str) -> Result<()> {
-        std::fs::write(self.staging.join("summary.json"), summary_json)?;
-        std::fs::write(self.staging.join("_SUCCESS"), b"")?;
-        let old = self.staging.with_file_name(format!(
-            ".{}.neardup-old",
-            self.target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-        ));
-        if old.exists() {
-            std::fs::remove_dir_all(&old)?;
-        }
-        if self.target.exists() {
-            std::fs::rename(&self.target, &old)?;
-        }
-        std::fs::rename(&self.staging, &self.target)?;
-        if old.exists() {
-            std::fs::remove_dir_all(&old)?;
-        }
-        Ok(())
-    }
-
-    /// Remove the intermediate tables (`_work/`) before committing.
-    pub fn remove_work(&self) -> Result<()> {
-        let work = self.staging.join("_work");
-        if work.exists() {
-            std::fs::remove_dir_all(work)?;
-        }
-        Ok(())
-    }
-
-    /// Remove everything staged (after a failure).
-    pub fn abort(self) {
-        let _ = std::fs::remove_dir_all(&self.staging);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,24 +229,5 @@ mod tests {
     fn quoting() {
         assert_eq!(ident("we\"ird"), "\"we\"\"ird\"");
         assert_eq!(literal("it's"), "'it''s'");
-    }
-
-    #[test]
-    fn output_commit_replaces_only_when_asked() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("out");
-        let out = OutputDir::prepare(target.to_str().unwrap(), false).unwrap();
-        std::fs::write(out.staged("a.txt"), "1").unwrap();
-        assert!(!target.exists(), "nothing is visible before commit");
-        out.commit("{}").unwrap();
-        assert!(target.join("_SUCCESS").exists() && target.join("a.txt").exists());
-        let err = OutputDir::prepare(target.to_str().unwrap(), false).unwrap_err();
-        assert!(err.to_string().contains("--overwrite"), "{err}");
-        let out = OutputDir::prepare(target.to_str().unwrap(), true).unwrap();
-        std::fs::write(out.staged("b.txt"), "2").unwrap();
-        out.commit("{}").unwrap();
-        assert!(target.join("b.txt").exists() && !target.join("a.txt").exists());
-        let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(entries, ["out"], "no staging or old folders are left behind");
     }
 }
