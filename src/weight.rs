@@ -58,15 +58,21 @@ impl FromStr for IdfFormula {
     }
 }
 
-/// The per-document statistics of a term that weights use (see
-/// [`crate::text::TermStat`] for their meaning).
+/// The per-document statistics of a term that weights are made of.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TermFactors {
+    /// Occurrences of the term in the document.
     pub count: u32,
+    /// `count / total kept terms of the document`.
     pub tf: f64,
+    /// Part-of-speech factor: 3 for a noun, 2 for a verb, 1 otherwise (the
+    /// largest over the term's occurrences).
     pub cx: u8,
+    /// Length factor `(chars − min) / (max − min)` over the document's kept terms.
     pub len: f64,
+    /// Signal-word factor: 5 if the term is or contains a signal word, else 0.
     pub logo: u8,
+    /// Title factor: 5 if the term also occurs among the title's terms, else 0.
     pub title: u8,
 }
 

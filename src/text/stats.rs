@@ -6,6 +6,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use super::{Analyzer, Mode, Token};
 use crate::fingerprint::hash64;
+use crate::weight::TermFactors;
 
 /// Statistics of one distinct kept term of a document.
 #[derive(Debug, Clone, PartialEq)]
@@ -13,19 +14,8 @@ pub struct TermStat<'a> {
     pub term: &'a str,
     /// `hash64(term)`: the feature hash SimHash uses and the key of the IDF table.
     pub hash: u64,
-    /// Occurrences of the term in the document.
-    pub count: u32,
-    /// `count / total kept terms of the document`.
-    pub tf: f64,
-    /// Part-of-speech factor: 3 for a noun, 2 for a verb, 1 otherwise (the
-    /// largest over the term's occurrences).
-    pub cx: u8,
-    /// Length factor `(chars − min) / (max − min)` over the document's kept terms.
-    pub len: f64,
-    /// Signal-word factor: 5 if the term is or contains a signal word, else 0.
-    pub logo: u8,
-    /// Title factor: 5 if the term also occurs among the title's terms, else 0.
-    pub title: u8,
+    /// Count, tf and the factors of the improved weight.
+    pub factors: TermFactors,
 }
 
 /// The distinct kept terms of a document, sorted by hash (then term), with
@@ -82,13 +72,14 @@ impl<'a> DocStats<'a> {
             let cx = pos_factor(token.pos);
             match index.get(&hash) {
                 Some(&i) => {
-                    let stat = &mut terms[i];
+                    let stat = &mut terms[i].factors;
                     stat.count += 1;
                     stat.cx = stat.cx.max(cx);
                 }
                 None => {
                     index.insert(hash, terms.len());
-                    terms.push(TermStat { term: token.term, hash, count: 1, tf: 0.0, cx, len: 0.0, logo: 0, title: 0 });
+                    let factors = TermFactors { count: 1, tf: 0.0, cx, len: 0.0, logo: 0, title: 0 };
+                    terms.push(TermStat { term: token.term, hash, factors });
                 }
             }
         }
@@ -111,10 +102,11 @@ impl<'a> DocStats<'a> {
         let chars: Vec<usize> = terms.iter().map(|t| t.term.chars().count()).collect();
         let (min, max) = (chars.iter().copied().min().unwrap_or(0), chars.iter().copied().max().unwrap_or(0));
         for (stat, &n) in terms.iter_mut().zip(&chars) {
-            stat.tf = f64::from(stat.count) / f64::from(total);
-            stat.len = if max > min { (n - min) as f64 / (max - min) as f64 } else { 0.0 };
-            stat.logo = if analyzer.has_signal_word(stat.term) { 5 } else { 0 };
-            stat.title = if title_hashes.binary_search(&stat.hash).is_ok() { 5 } else { 0 };
+            let f = &mut stat.factors;
+            f.tf = f64::from(f.count) / f64::from(total);
+            f.len = if max > min { (n - min) as f64 / (max - min) as f64 } else { 0.0 };
+            f.logo = if analyzer.has_signal_word(stat.term) { 5 } else { 0 };
+            f.title = if title_hashes.binary_search(&stat.hash).is_ok() { 5 } else { 0 };
         }
         terms.sort_unstable_by(|a, b| a.hash.cmp(&b.hash).then_with(|| a.term.cmp(b.term)));
         DocStats { total, terms }
@@ -131,7 +123,7 @@ mod tests {
         let mut tokens = Vec::new();
         let stats = DocStats::compute(&a, "北京 北京 天安门 总之 研究", Some("天安门"), Mode::Precise, true, &mut tokens);
         assert_eq!(stats.total, 5);
-        let by_term = |t: &str| stats.terms.iter().find(|s| s.term == t).unwrap().clone();
+        let by_term = |t: &str| stats.terms.iter().find(|s| s.term == t).unwrap().factors;
         let beijing = by_term("北京");
         assert_eq!((beijing.count, beijing.cx, beijing.title, beijing.logo), (2, 3, 0, 0));
         assert!((beijing.tf - 0.4).abs() < 1e-12);

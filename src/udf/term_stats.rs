@@ -58,14 +58,15 @@ struct Columns {
 impl Columns {
     fn push(&mut self, stats: &DocStats) {
         for t in &stats.terms {
+            let f = &t.factors;
             self.term.append_value(t.term);
             self.hash.append_value(t.hash);
-            self.count.append_value(t.count);
-            self.tf.append_value(t.tf);
-            self.cx.append_value(t.cx);
-            self.len.append_value(t.len);
-            self.logo.append_value(t.logo);
-            self.title.append_value(t.title);
+            self.count.append_value(f.count);
+            self.tf.append_value(f.tf);
+            self.cx.append_value(f.cx);
+            self.len.append_value(f.len);
+            self.logo.append_value(f.logo);
+            self.title.append_value(f.title);
         }
     }
 
