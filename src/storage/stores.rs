@@ -1,9 +1,9 @@
 //! Object stores for every URL scheme neardup reads and writes, built on
 //! first use from the URL and the environment.
 //!
-//! One registry serves the client, a cluster's scheduler and its executors:
-//! each process builds the same stores from its own environment, so no
-//! credential ever travels in a plan, a session setting or a log line.
+//! Each process builds its stores from its own environment, so no credential
+//! travels in a plan, a session setting or a log line; the same registry is
+//! meant to serve a cluster's client, scheduler and executors alike.
 //!
 //! | scheme | store | configured by |
 //! |---|---|---|
