@@ -570,22 +570,24 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
 /// The settings all files of a fingerprint table were made with; an error
 /// if they differ. `None` for tables without neardup metadata.
 async fn check_fingerprint_settings(ctx: &SessionContext, url: &str) -> Result<Option<FingerprintSettings>> {
-    let mut found: Option<(String, String)> = None;
+    let mut found: Option<(String, FingerprintSettings)> = None;
     for (file, kv) in parquet_key_values(ctx, url).await? {
         let Some(meta) = kv.get(METADATA_KEY) else { continue };
         let meta: FileMetadata = serde_json::from_str(meta)
             .map_err(|e| Error::input(format!("'{file}' has unreadable neardup metadata: {e}")))?;
-        let s = &serde_json::to_string(&meta.settings).expect("settings serialise");
         match &found {
-            None => found = Some((file, s.clone())),
-            Some((first, seen)) if seen != s => {
+            None => found = Some((file, meta.settings)),
+            Some((first, seen)) if *seen != meta.settings => {
+                let json = |s: &FingerprintSettings| serde_json::to_string(s).expect("settings serialise");
                 return Err(Error::input(format!(
-                    "fingerprints in '{first}' and '{file}' were made with different settings ({seen} vs {s}): \
-                     they cannot be compared; recompute one of them with the other's settings"
-                )))
+                    "fingerprints in '{first}' and '{file}' were made with different settings ({} vs {}): \
+                     they cannot be compared; recompute one of them with the other's settings",
+                    json(seen),
+                    json(&meta.settings)
+                )));
             }
             _ => {}
         }
     }
-    Ok(found.map(|(_, s)| serde_json::from_str(&s).expect("settings were just serialised")))
+    Ok(found.map(|(_, settings)| settings))
 }
