@@ -41,6 +41,56 @@ pub enum Command {
     Sql(SqlArgs),
     /// List neardup's SQL functions with their syntax and an example.
     Functions,
+    /// Run a Ballista scheduler with every neardup function (for --cluster runs).
+    Scheduler(SchedulerArgs),
+    /// Run a Ballista executor with every neardup function, attached to a scheduler.
+    Executor(ExecutorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SchedulerArgs {
+    /// Address to listen on (0.0.0.0 for every interface).
+    #[arg(long, default_value = "127.0.0.1", value_name = "HOST")]
+    pub bind: String,
+    /// Port for gRPC from clients and executors.
+    #[arg(long, default_value_t = 50050)]
+    pub port: u16,
+    /// Seconds without a heartbeat after which an executor is declared lost
+    /// and its tasks are run again elsewhere (keep it above the executors'
+    /// --heartbeat-interval).
+    #[arg(long, default_value_t = 180, value_name = "SECS")]
+    pub executor_timeout: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecutorArgs {
+    /// The scheduler to attach to.
+    #[arg(long, default_value = "localhost:50050", value_name = "HOST:PORT")]
+    pub scheduler: String,
+    /// Address to listen on (0.0.0.0 for every interface).
+    #[arg(long, default_value = "127.0.0.1", value_name = "HOST")]
+    pub bind: String,
+    /// Host name other executors and clients reach this one by [default: as the scheduler sees it].
+    #[arg(long, value_name = "HOST")]
+    pub external_host: Option<String>,
+    /// Arrow Flight port (results and shuffles are fetched from it).
+    #[arg(long, default_value_t = 50051)]
+    pub port: u16,
+    /// gRPC port (the scheduler talks to it).
+    #[arg(long, default_value_t = 50052)]
+    pub grpc_port: u16,
+    /// Tasks run at once [default: number of cores].
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Folder for shuffle and spill files [default: a folder under the system's temp dir].
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<String>,
+    /// Memory for the executor's tasks (e.g. 4G) [default: 70 % of the machine's].
+    #[arg(long, value_name = "SIZE")]
+    pub memory_limit: Option<String>,
+    /// Seconds between heartbeats to the scheduler.
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    pub heartbeat_interval: u64,
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +104,9 @@ pub struct EngineArgs {
     /// Rows per batch [default: 8192].
     #[arg(long, value_name = "ROWS", help_heading = "Engine")]
     pub batch_size: Option<usize>,
+    /// Run on a Ballista cluster: the scheduler's address [default: embedded, in this process].
+    #[arg(long, value_name = "df://HOST:PORT", env = "NEARDUP_CLUSTER", help_heading = "Engine")]
+    pub cluster: Option<String>,
 }
 
 impl EngineArgs {
@@ -62,6 +115,7 @@ impl EngineArgs {
             target_partitions: self.target_partitions,
             memory_limit: self.memory_limit.clone(),
             batch_size: self.batch_size,
+            cluster: self.cluster.clone(),
         }
     }
 }
@@ -239,6 +293,9 @@ pub struct RunArgs {
     /// Print the summary as JSON on standard output instead of one line.
     #[arg(long)]
     pub json: bool,
+    /// Run on a Ballista cluster (overrides the file's engine.cluster).
+    #[arg(long, value_name = "df://HOST:PORT", env = "NEARDUP_CLUSTER")]
+    pub cluster: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

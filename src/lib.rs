@@ -10,14 +10,17 @@
 //! - [`join`]: band plans of the exact banded self-join;
 //! - [`cluster`]: connected components over near pairs.
 //!
-//! [`session`] builds the one DataFusion session every run uses, [`storage`]
-//! reads inputs and commits outputs, [`cli`] and [`shell`] serve the binary.
+//! [`session`] builds the one DataFusion session every run uses (embedded, or
+//! on a Ballista cluster run by [`distributed`]), [`storage`] reads inputs
+//! and commits outputs, [`cli`] and [`shell`] serve the binary.
 
 pub mod cli;
 pub mod cluster;
+pub mod distributed;
 pub mod error;
 pub mod fingerprint;
 pub mod job;
+pub mod logging;
 pub mod join;
 pub mod session;
 pub mod shell;

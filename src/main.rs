@@ -37,18 +37,47 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Run(args) => {
             let mut spec = JobSpec::from_file(&args.job)?;
             spec.overwrite |= args.overwrite;
+            if args.cluster.is_some() {
+                spec.engine.cluster = args.cluster.clone();
+            }
             let summary = run_dedup(&spec, &RunOptions { quiet: args.quiet }).await?;
             report(&summary, args.json);
         }
         Command::Sql(args) => neardup::shell::run(&args).await?,
         Command::Functions => print!("{}", neardup::udf::describe_all()),
+        Command::Scheduler(args) => {
+            neardup::logging::init("scheduler")?;
+            neardup::distributed::run_scheduler(neardup::distributed::SchedulerOptions {
+                bind: args.bind,
+                port: args.port,
+                executor_timeout_secs: args.executor_timeout,
+            })
+            .await?
+        }
+        Command::Executor(args) => {
+            neardup::logging::init("executor")?;
+            let memory_limit = args.memory_limit.as_deref().map(neardup::session::parse_size).transpose()?;
+            neardup::distributed::run_executor(neardup::distributed::ExecutorOptions {
+                scheduler: args.scheduler,
+                bind: args.bind,
+                external_host: args.external_host,
+                port: args.port,
+                grpc_port: args.grpc_port,
+                concurrency: args.concurrency,
+                work_dir: args.work_dir,
+                memory_limit,
+                heartbeat_interval_secs: args.heartbeat_interval,
+            })
+            .await?
+        }
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // Deep plans are decoded recursively on a cluster: give threads room.
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(16 << 20).build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("neardup: cannot start: {e}");

@@ -1,14 +1,16 @@
 //! The one place a DataFusion session is built.
 //!
 //! Every run (the job, `neardup sql`, tests) gets its context from
-//! [`new_context`], so the function list and engine settings cannot drift
-//! between them. A cluster's scheduler and executors are to take the same
-//! function list from [`crate::udf`].
+//! [`context`]: embedded, or connected to a Ballista cluster when
+//! `cluster` is set. Either way it has the same settings, functions
+//! ([`crate::udf`]) and object stores ([`runtime_env`]); the cluster's
+//! scheduler and executors build theirs from the same pieces
+//! ([`crate::distributed`]).
 
 use std::sync::Arc;
 
 use datafusion::execution::disk_manager::DiskManagerBuilder;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use serde::{Deserialize, Serialize};
@@ -26,6 +28,8 @@ pub struct EngineOptions {
     pub memory_limit: Option<String>,
     /// Rows per batch (default 8192).
     pub batch_size: Option<usize>,
+    /// Run on the Ballista cluster whose scheduler is at this URL (df://HOST:PORT).
+    pub cluster: Option<String>,
 }
 
 /// Parse a size such as `512M`, `2G`, `1.5GiB` or `1000000` (bytes).
@@ -47,8 +51,31 @@ pub fn parse_size(s: &str) -> Result<usize> {
     }
 }
 
-/// A session with every neardup function registered.
-pub fn new_context(options: &EngineOptions) -> Result<SessionContext> {
+/// The runtime of every process: object stores from the environment,
+/// spill files in `spill_dir` (default: the system's temporary folder) and
+/// an optional memory limit, beyond which joins, sorts and aggregates spill.
+pub fn runtime_env(spill_dir: Option<&str>, memory_limit: Option<usize>) -> datafusion::error::Result<Arc<RuntimeEnv>> {
+    let mut builder = RuntimeEnvBuilder::new()
+        .with_disk_manager_builder(DiskManagerBuilder::default())
+        .with_object_store_registry(Arc::new(crate::storage::EnvStoreRegistry::new()));
+    if let Some(dir) = spill_dir {
+        builder = builder.with_temp_file_path(dir);
+    }
+    if let Some(limit) = memory_limit {
+        builder = builder.with_memory_limit(limit, 1.0);
+    }
+    builder.build_arc()
+}
+
+/// The session for `options`: embedded, or on the cluster it names.
+pub async fn context(options: &EngineOptions) -> Result<SessionContext> {
+    match &options.cluster {
+        Some(url) => crate::distributed::connect(url, session_config(options)?).await,
+        None => new_context(options),
+    }
+}
+
+fn session_config(options: &EngineOptions) -> Result<SessionConfig> {
     let mut config = SessionConfig::new().with_information_schema(true);
     if let Some(n) = options.target_partitions {
         if n == 0 {
@@ -62,13 +89,14 @@ pub fn new_context(options: &EngineOptions) -> Result<SessionContext> {
         }
         config = config.with_batch_size(n);
     }
-    let mut runtime = RuntimeEnvBuilder::new()
-        .with_disk_manager_builder(DiskManagerBuilder::default())
-        .with_object_store_registry(Arc::new(crate::storage::EnvStoreRegistry::new()));
-    if let Some(limit) = &options.memory_limit {
-        runtime = runtime.with_memory_limit(parse_size(limit)?, 1.0);
-    }
-    let runtime = runtime.build_arc()?;
+    Ok(config)
+}
+
+/// An embedded session with every neardup function registered.
+pub fn new_context(options: &EngineOptions) -> Result<SessionContext> {
+    let config = session_config(options)?;
+    let limit = options.memory_limit.as_deref().map(parse_size).transpose()?;
+    let runtime = runtime_env(None, limit)?;
     let mut state = SessionStateBuilder::new()
         .with_config(config)
         .with_runtime_env(Arc::clone(&runtime))

@@ -13,7 +13,6 @@ use datafusion::sql::parser::DFParser;
 
 use crate::cli::{Format, SqlArgs};
 use crate::error::{Error, Result};
-use crate::session::new_context;
 use crate::storage::register_parquet;
 
 /// CSV has no lists or structs: render such columns as text, as the table format does.
@@ -119,7 +118,7 @@ async fn interactive(ctx: &SessionContext, format: Format) -> Result<()> {
 
 /// `neardup sql`.
 pub async fn run(args: &SqlArgs) -> Result<()> {
-    let ctx = new_context(&args.engine())?;
+    let ctx = crate::session::context(&args.engine()).await?;
     for t in &args.tables {
         let (name, url) = t
             .split_once('=')

@@ -3,83 +3,14 @@
 //! bucket, outputs written to a bucket and read back, reruns, and the errors
 //! a wrong credential or a missing bucket give.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
-
 mod common;
+use common::s3::{get_object, list_objects, start_s3};
 use common::*;
-
-struct S3 {
-    child: Child,
-    endpoint: String,
-    access_key: String,
-    secret_key: String,
-}
-
-impl Drop for S3 {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_s3() -> Option<S3> {
-    let Ok(python) = std::env::var("NEARDUP_PYTHON") else {
-        eprintln!("SKIPPED: no S3 server (set NEARDUP_PYTHON to a python with moto and boto3; tests/run.sh does)");
-        return None;
-    };
-    let mut child = Command::new(python)
-        .arg(root().join("tests/s3_server.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start tests/s3_server.py");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let info: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("S3 server did not start ({e}): {line:?}"));
-    Some(S3 {
-        child,
-        endpoint: info["endpoint"].as_str().unwrap().into(),
-        access_key: info["access_key"].as_str().unwrap().into(),
-        secret_key: info["secret_key"].as_str().unwrap().into(),
-    })
-}
-
-impl S3 {
-    fn neardup_with(&self, secret: &str, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_neardup"))
-            .args(args)
-            .env("AWS_ACCESS_KEY_ID", &self.access_key)
-            .env("AWS_SECRET_ACCESS_KEY", secret)
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ENDPOINT", &self.endpoint)
-            .env("AWS_ALLOW_HTTP", "true")
-            .output()
-            .unwrap()
-    }
-
-    fn neardup(&self, args: &[&str]) -> Output {
-        self.neardup_with(&self.secret_key.clone(), args)
-    }
-
-    fn sql_csv(&self, tables: &[&str], query: &str) -> String {
-        let mut args = vec!["sql", "--format", "csv", "-c", query];
-        for t in tables {
-            args.extend(["--table", t]);
-        }
-        ok(&self.neardup(&args))
-    }
-}
 
 #[test]
 fn dedup_reads_and_writes_a_bucket() {
     let Some(s3) = start_s3() else { return };
-    // Upload the sample corpus with neardup itself.
-    for name in ["news", "reprints"] {
-        let table = format!("t={}", sample(&format!("{name}.parquet")));
-        s3.sql_csv(&[&table], &format!("COPY (SELECT * FROM t) TO 's3://archive/crawl/{name}.parquet' STORED AS PARQUET"));
-    }
+    s3.upload_sample();
     let run = |out: &str, extra: &[&str]| {
         let mut args = vec!["dedup", "-q", "-i", "news=s3://archive/crawl/news.parquet", "-i", "reprints=s3://archive/crawl/reprints.parquet", "-o", out];
         args.extend_from_slice(extra);
@@ -132,26 +63,24 @@ fn dedup_reads_and_writes_a_bucket() {
     assert!(stderr(&nowrite).contains("s3://no-such-bucket/out"), "{}", stderr(&nowrite));
 }
 
-fn list_objects(s3: &S3, prefix: &str) -> Vec<String> {
-    let out = Command::new(std::env::var("NEARDUP_PYTHON").unwrap())
-        .args(["-c", &format!(
-            "import boto3,sys; c=boto3.client('s3',endpoint_url='{}',region_name='us-east-1',aws_access_key_id='{}',aws_secret_access_key='{}'); \
-             print('\\n'.join(o['Key'] for o in c.list_objects_v2(Bucket='archive',Prefix='{prefix}').get('Contents',[])))",
-            s3.endpoint, s3.access_key, s3.secret_key
-        )])
-        .output()
-        .unwrap();
-    ok(&out).lines().map(str::to_string).collect()
-}
-
-fn get_object(s3: &S3, key: &str) -> String {
-    let out = Command::new(std::env::var("NEARDUP_PYTHON").unwrap())
-        .args(["-c", &format!(
-            "import boto3; c=boto3.client('s3',endpoint_url='{}',region_name='us-east-1',aws_access_key_id='{}',aws_secret_access_key='{}'); \
-             print(c.get_object(Bucket='archive',Key='{key}')['Body'].read().decode())",
-            s3.endpoint, s3.access_key, s3.secret_key
-        )])
-        .output()
-        .unwrap();
-    ok(&out)
+/// `jobs/s3.toml` as shipped: read the sample corpus from a bucket, write
+/// the outputs and the IDF model to it, and rerun over the old output.
+#[test]
+fn the_s3_job_example_runs() {
+    let Some(s3) = start_s3() else { return };
+    s3.upload_sample();
+    let job = root().join("jobs/s3.toml");
+    let o = s3.neardup(&["run", "-q", "--json", job.to_str().unwrap()]);
+    let summary: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(summary["documents"], 507);
+    assert_eq!(summary["output"], "s3://archive/dedup/sample");
+    let objects = list_objects(&s3, "dedup/sample/");
+    assert_eq!(objects.last().map(String::as_str), Some("dedup/sample/survivors/reprints/part-00000.parquet"), "{objects:?}");
+    assert!(objects.contains(&"dedup/sample/_SUCCESS".to_string()), "{objects:?}");
+    assert!(list_objects(&s3, "models/").contains(&"models/idf.parquet".to_string()));
+    // The job replaces its own output (overwrite = true), ending with the same rows.
+    let clusters = s3.sql_csv(&["c=s3://archive/dedup/sample/clusters"], "SELECT count(*) AS n, count(DISTINCT cluster_id) AS c FROM c");
+    ok(&s3.neardup(&["run", "-q", job.to_str().unwrap()]));
+    assert_eq!(s3.sql_csv(&["c=s3://archive/dedup/sample/clusters"], "SELECT count(*) AS n, count(DISTINCT cluster_id) AS c FROM c"), clusters);
+    assert!(!stderr(&o).contains(&s3.secret_key));
 }

@@ -23,7 +23,7 @@ use super::summary::{BandPlanSummary, FingerprintSettings, IdfSummary, InputSumm
 use crate::cluster::components;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
-use crate::session::{new_context, EngineOptions};
+use crate::session::{context, EngineOptions};
 use crate::storage::{copy_file, ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
 
 /// The Parquet key-value metadata key of neardup's tables. One key only:
@@ -269,7 +269,7 @@ async fn finish(out: OutputDir, result: Result<Summary>, progress: Progress) -> 
 /// Run `neardup dedup`: fingerprints, pairs and clusters of the inputs.
 pub async fn run_dedup(spec: &JobSpec, options: &RunOptions) -> Result<Summary> {
     let keep = spec.validate()?;
-    let ctx = new_context(&spec.engine)?;
+    let ctx = context(&spec.engine).await?;
     let mut progress = Progress::new(options.quiet);
     register_documents(&ctx, spec, &keep).await?;
     progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
@@ -514,7 +514,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     let keep = KeepRule::parse(&spec.keep)?;
     spec.join.validate()?;
     crate::storage::check_input_names(std::slice::from_ref(&spec.fingerprints))?;
-    let ctx = new_context(&spec.engine)?;
+    let ctx = context(&spec.engine).await?;
     let mut progress = Progress::new(options.quiet);
     let input = &spec.fingerprints;
     let settings = check_fingerprint_settings(&ctx, &input.url).await?;

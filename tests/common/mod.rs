@@ -2,6 +2,8 @@
 //! Parquet outputs back, and find the shared real-text folder.
 #![allow(dead_code)]
 
+pub mod s3;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

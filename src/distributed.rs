@@ -1,0 +1,178 @@
+//! Running the same job on an Apache DataFusion Ballista cluster.
+//!
+//! A custom function must be known to the client (planning), the scheduler
+//! (decoding logical plans) and every executor (decoding physical plans).
+//! All three get their session from [`cluster_state`] here, built on the same
+//! function list ([`crate::udf`]) and the same object-store registry
+//! ([`crate::storage::EnvStoreRegistry`]), so they cannot drift apart. The
+//! scheduler is built without Ballista's REST API, which would serve session
+//! settings over HTTP.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use ballista::prelude::SessionContextExt;
+use ballista_core::extension::SessionConfigExt;
+use ballista_core::registry::BallistaFunctionRegistry;
+use ballista_core::RuntimeProducer;
+use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
+use ballista_scheduler::cluster::BallistaCluster;
+use ballista_scheduler::config::SchedulerConfig;
+use ballista_scheduler::scheduler_process::start_server;
+use datafusion::execution::{SessionState, SessionStateBuilder};
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use crate::error::{Error, Result};
+use crate::session::runtime_env;
+
+/// The session state of the scheduler and executors: Ballista's own rules
+/// and functions, plus neardup's functions and object stores.
+pub fn cluster_state(config: SessionConfig) -> datafusion::error::Result<SessionState> {
+    let base = ballista_core::utils::default_session_builder(config)?;
+    let mut state = SessionStateBuilder::new_from_existing(base).with_runtime_env(runtime_env(None, None)?).build();
+    crate::udf::register_all(&mut state)?;
+    Ok(state)
+}
+
+/// Parse `df://host:port` (or `host:port`) into host and port.
+pub fn parse_endpoint(endpoint: &str, default_port: u16) -> Result<(String, u16)> {
+    let rest = endpoint.split_once("://").map_or(endpoint, |(_, r)| r).trim_end_matches('/');
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) => (h, p.parse::<u16>().map_err(|_| Error::input(format!("'{endpoint}': port '{p}' is not a number")))?),
+        None => (rest, default_port),
+    };
+    if host.is_empty() {
+        return Err(Error::input(format!("'{endpoint}' names no host: use df://HOST:PORT")));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// A client session whose queries run on the cluster at `url`.
+pub async fn connect(url: &str, config: SessionConfig) -> Result<SessionContext> {
+    let (host, port) = parse_endpoint(url, 50050)?;
+    // The static distributed planner: Ballista 55's adaptive planner (on by
+    // default, marked experimental) planned stage after stage without end on
+    // the clusters statement; see docs/design.md.
+    let config = config.upgrade_for_ballista().set_str(ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED, "false");
+    let state = SessionStateBuilder::new()
+        .with_default_features()
+        .with_config(config)
+        .with_runtime_env(runtime_env(None, None)?)
+        .build();
+    let ctx = SessionContext::remote_with_state(&format!("df://{host}:{port}"), state)
+        .await
+        .map_err(|e| Error::runtime(format!("cannot reach the scheduler at {host}:{port}: {e}")))?;
+    // Ballista replaces the state's function lists with its own: register ours again.
+    for f in crate::udf::scalar_functions() {
+        ctx.register_udf(f.as_ref().clone());
+    }
+    for f in crate::udf::aggregate_functions() {
+        ctx.register_udaf(f.as_ref().clone());
+    }
+    Ok(ctx)
+}
+
+/// Settings of a scheduler process.
+#[derive(Debug, Clone)]
+pub struct SchedulerOptions {
+    pub bind: String,
+    pub port: u16,
+    /// An executor silent for this long is declared lost and its tasks run
+    /// elsewhere.
+    pub executor_timeout_secs: u64,
+}
+
+/// Run a scheduler until the process is stopped.
+pub async fn run_scheduler(options: SchedulerOptions) -> Result<()> {
+    let SchedulerOptions { bind, port, executor_timeout_secs } = options;
+    let address: SocketAddr =
+        format!("{bind}:{port}").parse().map_err(|e| Error::input(format!("cannot bind to {bind}:{port}: {e}")))?;
+    if executor_timeout_secs == 0 {
+        return Err(Error::input("--executor-timeout must be at least 1 second"));
+    }
+    let config = SchedulerConfig {
+        bind_host: bind.clone(),
+        bind_port: port,
+        executor_timeout_seconds: executor_timeout_secs,
+        expire_dead_executor_interval_seconds: executor_timeout_secs.clamp(1, 15),
+        no_executors_grace_period_seconds: executor_timeout_secs,
+        ..Default::default()
+    }
+    .with_override_session_builder(Arc::new(cluster_state));
+    let cluster = BallistaCluster::new_from_config(&config).await.map_err(|e| Error::runtime(e.to_string()))?;
+    eprintln!("neardup: scheduler listening on {address}");
+    start_server(cluster, address, Arc::new(config)).await.map_err(|e| Error::runtime(e.to_string()))
+}
+
+/// Settings of an executor process.
+#[derive(Debug, Clone)]
+pub struct ExecutorOptions {
+    pub scheduler: String,
+    pub bind: String,
+    pub external_host: Option<String>,
+    pub port: u16,
+    pub grpc_port: u16,
+    pub concurrency: Option<usize>,
+    pub work_dir: Option<String>,
+    pub memory_limit: Option<usize>,
+    /// Seconds between heartbeats to the scheduler.
+    pub heartbeat_interval_secs: u64,
+}
+
+/// Run an executor until the process is stopped.
+pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
+    let (scheduler_host, scheduler_port) = parse_endpoint(&options.scheduler, 50050)?;
+    let registry = BallistaFunctionRegistry::from(&cluster_state(SessionConfig::new_with_ballista())?);
+    let work_dir = match &options.work_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| Error::input(format!("cannot create work dir '{dir}': {e}")))?;
+            dir.clone()
+        }
+        None => std::env::temp_dir().join(format!("neardup-executor-{}", options.port)).display().to_string(),
+    };
+    let spill = work_dir.clone();
+    let runtime: RuntimeProducer = Arc::new(move |_| runtime_env(Some(&spill), None));
+    let defaults = ExecutorProcessConfig::default();
+    let config = ExecutorProcessConfig {
+        bind_host: options.bind.clone(),
+        external_host: options.external_host.clone(),
+        port: options.port,
+        grpc_port: options.grpc_port,
+        scheduler_host,
+        scheduler_port,
+        vcores: options.concurrency.unwrap_or(defaults.vcores),
+        work_dir: Some(work_dir),
+        // Some(0) would mean unbounded; without a limit Ballista sizes the pool from the host.
+        memory_pool_size: options.memory_limit.map(|m| m as u64),
+        override_function_registry: Some(Arc::new(registry)),
+        override_runtime_producer: Some(runtime),
+        executor_heartbeat_interval_seconds: options.heartbeat_interval_secs.max(1),
+        ..defaults
+    };
+    eprintln!("neardup: executor on {}:{} (flight) and {} (grpc)", options.bind, options.port, options.grpc_port);
+    start_executor_process(Arc::new(config)).await.map_err(|e| Error::runtime(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(parse_endpoint("df://sched:50050", 1).unwrap(), ("sched".into(), 50050));
+        assert_eq!(parse_endpoint("10.0.0.1:7000", 1).unwrap(), ("10.0.0.1".into(), 7000));
+        assert_eq!(parse_endpoint("sched", 50050).unwrap(), ("sched".into(), 50050));
+        assert!(parse_endpoint("df://:1", 1).is_err());
+        assert!(parse_endpoint("df://h:port", 1).unwrap_err().to_string().contains("'port'"));
+    }
+
+    #[test]
+    fn cluster_state_has_every_function() {
+        let state = cluster_state(SessionConfig::new_with_ballista()).unwrap();
+        for f in crate::udf::scalar_functions() {
+            assert!(state.scalar_functions().contains_key(f.name()), "{} missing", f.name());
+        }
+        assert!(state.aggregate_functions().contains_key("simhash_agg"));
+        assert!(state.scalar_functions().contains_key("array_length"), "DataFusion's nested functions are kept");
+    }
+}

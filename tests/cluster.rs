@@ -1,0 +1,275 @@
+//! The same job on a real Ballista cluster: a `neardup scheduler` and two
+//! `neardup executor` processes on loopback. Its outputs must equal the
+//! embedded run's, row for row.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::*;
+
+struct Cluster {
+    processes: Vec<Child>,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Everything the scheduler and executors logged so far.
+    fn logs(&self) -> String {
+        let mut all = String::new();
+        for entry in std::fs::read_dir(self._dir.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "log") {
+                all.push_str(&std::fs::read_to_string(path).unwrap());
+            }
+        }
+        all
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for p in &mut self.processes {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+        // A failed test shows what the cluster said.
+        if std::thread::panicking() {
+            for log in ["scheduler", "executor-0", "executor-1"] {
+                let text = std::fs::read_to_string(self._dir.path().join(format!("{log}.log"))).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(40).collect();
+                eprintln!("--- last lines of {log}.log ---");
+                for line in tail.iter().rev() {
+                    eprintln!("{line}");
+                }
+            }
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn wait_for_port(port: u16) {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(30), "nothing listens on port {port}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Start `neardup ARGS` with its standard error in `log`.
+fn spawn(args: &[&str], env: &[(&'static str, String)], log: &Path) -> Child {
+    let log = std::fs::File::create(log).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .envs(env.iter().cloned())
+        .env("NEARDUP_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
+}
+
+/// A scheduler and `executors` executors on loopback. `executor_timeout`:
+/// seconds after which a silent executor is declared lost (executors then
+/// send a heartbeat every second).
+/// `env`: extra environment of every process (storage credentials).
+fn start_cluster(executors: usize, executor_timeout: Option<u64>, env: &[(&'static str, String)]) -> Cluster {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut scheduler_args = vec!["scheduler".to_string(), "--port".into(), port.to_string()];
+    let mut executor_args = Vec::new();
+    if let Some(t) = executor_timeout {
+        scheduler_args.extend(["--executor-timeout".into(), t.to_string()]);
+        executor_args.extend(["--heartbeat-interval", "1"]);
+    }
+    let scheduler_args: Vec<&str> = scheduler_args.iter().map(String::as_str).collect();
+    let mut processes = vec![spawn(&scheduler_args, env, &dir.path().join("scheduler.log"))];
+    wait_for_port(port);
+    let scheduler = format!("127.0.0.1:{port}");
+    for i in 0..executors {
+        let (flight, grpc) = (free_port(), free_port());
+        let work = dir.path().join(format!("executor-{i}"));
+        let (flight_port, grpc_port) = (flight.to_string(), grpc.to_string());
+        let mut args = vec![
+            "executor", "--scheduler", &scheduler, "--port", &flight_port, "--grpc-port", &grpc_port,
+            "--concurrency", "2", "--work-dir", work.to_str().unwrap(),
+        ];
+        args.extend_from_slice(&executor_args);
+        processes.push(spawn(&args, env, &dir.path().join(format!("executor-{i}.log"))));
+        wait_for_port(flight);
+        wait_for_port(grpc);
+    }
+    // Executors register with their first heartbeat.
+    std::thread::sleep(Duration::from_secs(2));
+    Cluster { processes, url: format!("df://{scheduler}"), _dir: dir }
+}
+
+fn table(out: &Path, name: &str, columns: &[&str]) -> Vec<Vec<String>> {
+    let batches = read_dir(&out.join(name));
+    columns.iter().map(|c| strings(&batches, c)).collect()
+}
+
+fn assert_same_outputs(a: &Path, b: &Path) {
+    for (name, cols) in [
+        ("fingerprints", &["source", "id", "simhash", "n_terms", "n_chars"][..]),
+        ("pairs", &["source_a", "id_a", "source_b", "id_b", "hamming"][..]),
+        ("clusters", &["source", "id", "cluster_id", "is_representative", "cluster_size"][..]),
+    ] {
+        let left = table(a, name, cols);
+        assert!(!left[0].is_empty(), "{name} is empty");
+        assert_eq!(left, table(b, name, cols), "{name} differs between the embedded and the cluster run");
+    }
+    let (sa, sb) = (summary(a), summary(b));
+    for key in ["documents", "distinct_fingerprints", "near_fingerprint_pairs", "pairs", "clusters", "duplicates", "idf"] {
+        assert_eq!(sa[key], sb[key], "summary {key}");
+    }
+}
+
+#[test]
+fn cluster_runs_equal_embedded_runs() {
+    // With an S3-compatible server when there is one: every process gets its credentials.
+    let s3 = common::s3::start_s3();
+    let cluster = start_cluster(2, None, &s3.as_ref().map(|s| s.env()).unwrap_or_default());
+    let dir = tempfile::tempdir().unwrap();
+    let news = format!("news={}", sample("news.parquet"));
+    let reprints = format!("reprints={}", sample("reprints.parquet"));
+    let run = |out: &Path, extra: &[&str], inputs: &[&str]| {
+        let mut args = vec!["dedup", "-q", "-o", out.to_str().unwrap()];
+        for i in inputs {
+            args.extend(["-i", i]);
+        }
+        args.extend_from_slice(extra);
+        ok(&neardup(&args));
+    };
+    let (embedded, distributed) = (dir.path().join("embedded"), dir.path().join("cluster"));
+    run(&embedded, &[], &[&news, &reprints]);
+    run(&distributed, &["--cluster", &cluster.url], &[&news, &reprints]);
+    assert_same_outputs(&embedded, &distributed);
+
+    // `pairs` over the embedded run's fingerprints, on the cluster.
+    let fingerprints = format!("fp={}", embedded.join("fingerprints").display());
+    let (pairs_e, pairs_c) = (dir.path().join("pairs-embedded"), dir.path().join("pairs-cluster"));
+    ok(&neardup(&["pairs", "-q", "--fingerprints", &fingerprints, "-o", pairs_e.to_str().unwrap()]));
+    ok(&neardup(&["pairs", "-q", "--fingerprints", &fingerprints, "-o", pairs_c.to_str().unwrap(), "--cluster", &cluster.url]));
+    assert_eq!(pairs(&pairs_c), pairs(&pairs_e));
+    assert_eq!(clusters(&pairs_c), clusters(&embedded));
+    assert!(!pairs(&pairs_c).is_empty());
+
+    // SQL with a neardup function, on the cluster.
+    let out = ok(&neardup(&["sql", "--cluster", &cluster.url, "--format", "csv", "--table", &news, "-c",
+        "SELECT count(*) AS n, sum(hamming(simhash(tokenize(text)), 0)) > 0 AS any FROM news WHERE text <> ''"]));
+    assert_eq!(out, "n,any\n405,true\n");
+
+    // Inputs and outputs in a bucket: read and written by the executors.
+    if let Some(s3) = &s3 {
+        s3.upload_sample();
+        let o = s3.neardup(&[
+            "dedup", "-q", "--cluster", &cluster.url, "-i", "news=s3://archive/crawl/news.parquet",
+            "-i", "reprints=s3://archive/crawl/reprints.parquet", "-o", "s3://archive/runs/cluster",
+        ]);
+        ok(&o);
+        assert!(!stderr(&o).contains(&s3.secret_key));
+        let query = "SELECT source, id, cluster_id, is_representative FROM c ORDER BY source, id";
+        let remote = s3.sql_csv(&["c=s3://archive/runs/cluster/clusters"], query);
+        assert_eq!(remote, s3.sql_csv(&[&format!("c={}", embedded.join("clusters").display())], query));
+        let query = "SELECT * FROM p ORDER BY source_a, id_a, source_b, id_b";
+        let remote = s3.sql_csv(&["p=s3://archive/runs/cluster/pairs"], query);
+        assert_eq!(remote, s3.sql_csv(&[&format!("p={}", embedded.join("pairs").display())], query));
+        assert!(common::s3::list_objects(s3, "runs/cluster/").contains(&"runs/cluster/_SUCCESS".to_string()));
+        let logs = cluster.logs();
+        assert!(logs.contains("INFO"), "the cluster logs at info level");
+        assert!(!logs.contains(&s3.secret_key), "a secret in the cluster's logs");
+    }
+
+    // A few thousand real documents.
+    if let Some(weibo) = shared_data("weibo_original.parquet") {
+        let (e, c) = (dir.path().join("weibo-embedded"), dir.path().join("weibo-cluster"));
+        run(&e, &[], &[weibo.to_str().unwrap()]);
+        run(&c, &["--cluster", &cluster.url], &[weibo.to_str().unwrap()]);
+        assert_same_outputs(&e, &c);
+    }
+}
+
+/// One executor killed in the middle of a job: the job completes on the
+/// other with exactly the embedded result, or fails cleanly (non-zero exit,
+/// a message, no output). It never reports success with missing rows.
+#[test]
+fn killing_an_executor_never_loses_pairs_silently() {
+    let Some(heybox) = shared_data("heybox_articles.parquet") else { return };
+    let input = heybox.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let embedded = dir.path().join("embedded");
+    ok(&neardup(&["dedup", "-q", "-i", input, "-o", embedded.to_str().unwrap()]));
+
+    let mut cluster = start_cluster(2, Some(10), &[]);
+    let out = dir.path().join("cluster");
+    let mut job = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["dedup", "-q", "-i", input, "-o", out.to_str().unwrap(), "--cluster", &cluster.url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Segmentation of 18,060 articles takes several seconds: kill executor 2 during it.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(job.try_wait().unwrap().is_none(), "the job ended before the kill: nothing was tested");
+    let victim = &mut cluster.processes[2];
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let result = job.wait_with_output().unwrap();
+    eprintln!("job after the kill: {:?}\n{}", result.status, stderr(&result));
+    if result.status.success() {
+        assert_same_outputs(&embedded, &out);
+    } else {
+        assert!(!stderr(&result).trim().is_empty(), "a failed run must say why");
+        assert!(!out.exists(), "a failed run leaves no output");
+    }
+}
+
+/// `jobs/local-cluster.sh` starts a working cluster and stops it on SIGTERM.
+#[test]
+fn the_local_cluster_script_runs_a_job() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut script = Command::new("bash")
+        .arg(root().join("jobs/local-cluster.sh"))
+        .arg("2")
+        .env("NEARDUP", env!("CARGO_BIN_EXE_neardup"))
+        .env("NEARDUP_PORT", free_port().to_string())
+        .env("NEARDUP_WORK", dir.path().join("cluster"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(script.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.strip_prefix("cluster ready: ").and_then(|l| l.split_whitespace().next()).map(str::to_string);
+    // The example job file, with the cluster named in its [engine] table.
+    let result = url.map(|url| {
+        let job = dir.path().join("job.toml");
+        let text = std::fs::read_to_string(root().join("jobs/example.toml"))
+            .unwrap()
+            .replace("../target/neardup-example", "out")
+            .replace("../sample_data/", &format!("{}/", root().join("sample_data").display()));
+        std::fs::write(&job, format!("{text}cluster = \"{url}\"\n")).unwrap();
+        neardup(&["run", "-q", job.to_str().unwrap()])
+    });
+    // SIGTERM: the script stops its scheduler and executors, then exits.
+    Command::new("kill").args(["-TERM", &script.id().to_string()]).status().unwrap();
+    let status = script.wait().unwrap();
+    let result = result.unwrap_or_else(|| panic!("the script did not report a ready cluster: {line:?}"));
+    ok(&result);
+    assert_eq!(status.code(), Some(143), "the script reports that it was stopped");
+    let embedded = dir.path().join("embedded");
+    let (news, reprints) = (format!("news={}", sample("news.parquet")), format!("reprints={}", sample("reprints.parquet")));
+    ok(&neardup(&["dedup", "-q", "-i", &news, "-i", &reprints, "--keep", "earliest:date", "-o", embedded.to_str().unwrap()]));
+    assert_eq!(clusters(&dir.path().join("out")), clusters(&embedded));
+    assert_eq!(summary(&dir.path().join("out"))["documents"], 507);
+    let leftover = Command::new("pgrep").args(["-f", "--", &format!("--work-dir {}", dir.path().join("cluster").display())]).output().unwrap();
+    assert!(stdout(&leftover).trim().is_empty(), "executors left running: {}", stdout(&leftover));
+}

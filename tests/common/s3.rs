@@ -1,0 +1,111 @@
+//! A real S3-compatible server on loopback (moto, started by
+//! tests/s3_server.py with request signing enforced) and neardup runs that
+//! hold its credentials in their environment.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+use super::*;
+
+pub struct S3 {
+    child: Child,
+    pub endpoint: String,
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+impl Drop for S3 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn start_s3() -> Option<S3> {
+    let Ok(python) = std::env::var("NEARDUP_PYTHON") else {
+        eprintln!("SKIPPED: no S3 server (set NEARDUP_PYTHON to a python with moto and boto3; tests/run.sh does)");
+        return None;
+    };
+    let mut child = Command::new(python)
+        .arg(root().join("tests/s3_server.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tests/s3_server.py");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("S3 server did not start ({e}): {line:?}"));
+    Some(S3 {
+        child,
+        endpoint: info["endpoint"].as_str().unwrap().into(),
+        access_key: info["access_key"].as_str().unwrap().into(),
+        secret_key: info["secret_key"].as_str().unwrap().into(),
+    })
+}
+
+impl S3 {
+    /// The environment a neardup process needs to reach the server, with
+    /// `secret` as the secret key.
+    pub fn env_with(&self, secret: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID", self.access_key.clone()),
+            ("AWS_SECRET_ACCESS_KEY", secret.to_string()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ENDPOINT", self.endpoint.clone()),
+            ("AWS_ALLOW_HTTP", "true".into()),
+        ]
+    }
+
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        self.env_with(&self.secret_key)
+    }
+
+    pub fn neardup_with(&self, secret: &str, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_neardup")).args(args).envs(self.env_with(secret)).output().unwrap()
+    }
+
+    pub fn neardup(&self, args: &[&str]) -> Output {
+        self.neardup_with(&self.secret_key.clone(), args)
+    }
+
+    pub fn sql_csv(&self, tables: &[&str], query: &str) -> String {
+        let mut args = vec!["sql", "--format", "csv", "-c", query];
+        for t in tables {
+            args.extend(["--table", t]);
+        }
+        ok(&self.neardup(&args))
+    }
+
+    /// Copy the sample corpus to s3://archive/crawl/{news,reprints}.parquet.
+    pub fn upload_sample(&self) {
+        for name in ["news", "reprints"] {
+            let table = format!("t={}", sample(&format!("{name}.parquet")));
+            self.sql_csv(&[&table], &format!("COPY (SELECT * FROM t) TO 's3://archive/crawl/{name}.parquet' STORED AS PARQUET"));
+        }
+    }
+}
+
+pub fn list_objects(s3: &S3, prefix: &str) -> Vec<String> {
+    let out = Command::new(std::env::var("NEARDUP_PYTHON").unwrap())
+        .args(["-c", &format!(
+            "import boto3,sys; c=boto3.client('s3',endpoint_url='{}',region_name='us-east-1',aws_access_key_id='{}',aws_secret_access_key='{}'); \
+             print('\\n'.join(o['Key'] for o in c.list_objects_v2(Bucket='archive',Prefix='{prefix}').get('Contents',[])))",
+            s3.endpoint, s3.access_key, s3.secret_key
+        )])
+        .output()
+        .unwrap();
+    ok(&out).lines().map(str::to_string).collect()
+}
+
+pub fn get_object(s3: &S3, key: &str) -> String {
+    let out = Command::new(std::env::var("NEARDUP_PYTHON").unwrap())
+        .args(["-c", &format!(
+            "import boto3; c=boto3.client('s3',endpoint_url='{}',region_name='us-east-1',aws_access_key_id='{}',aws_secret_access_key='{}'); \
+             print(c.get_object(Bucket='archive',Key='{key}')['Body'].read().decode())",
+            s3.endpoint, s3.access_key, s3.secret_key
+        )])
+        .output()
+        .unwrap();
+    ok(&out)
+}
