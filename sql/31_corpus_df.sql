@@ -9,4 +9,4 @@ COPY (
   FROM (SELECT unnest(terms) AS t FROM terms)
   GROUP BY t['hash']
   ORDER BY hash
-) TO {{path}} STORED AS PARQUET{{options}}
+) TO {{path}} STORED AS PARQUET

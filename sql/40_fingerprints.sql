@@ -24,4 +24,4 @@ COPY (
   FROM terms d
   LEFT JOIN hashed h ON d.source = h.source AND d.id = h.id
   ORDER BY d.source, d.id
-) TO {{path}} STORED AS PARQUET{{options}}
+) TO {{path}} STORED AS PARQUET

@@ -124,10 +124,16 @@ fn assert_same_outputs(a: &Path, b: &Path) {
         let left = table(a, name, cols);
         assert!(!left[0].is_empty(), "{name} is empty");
         assert_eq!(left, table(b, name, cols), "{name} differs between the embedded and the cluster run");
+        // Byte for byte, footer (with neardup's metadata) included.
+        let file = |dir: &Path| std::fs::read(dir.join(name).join("part-00000.parquet")).unwrap();
+        assert!(file(a) == file(b), "{name}: the files differ between the embedded and the cluster run");
     }
     let (sa, sb) = (summary(a), summary(b));
-    for key in ["documents", "distinct_fingerprints", "near_fingerprint_pairs", "pairs", "clusters", "duplicates", "idf"] {
+    for key in ["documents", "distinct_fingerprints", "near_fingerprint_pairs", "pairs", "clusters", "duplicates"] {
         assert_eq!(sa[key], sb[key], "summary {key}");
+    }
+    for key in ["n_docs", "terms"] {
+        assert_eq!(sa["idf"][key], sb["idf"][key], "summary idf.{key}");
     }
 }
 
@@ -149,8 +155,13 @@ fn cluster_runs_equal_embedded_runs() {
     };
     let (embedded, distributed) = (dir.path().join("embedded"), dir.path().join("cluster"));
     run(&embedded, &[], &[&news, &reprints]);
-    run(&distributed, &["--cluster", &cluster.url], &[&news, &reprints]);
+    let model = dir.path().join("idf.parquet");
+    run(&distributed, &["--cluster", &cluster.url, "--save-idf-model", model.to_str().unwrap()], &[&news, &reprints]);
     assert_same_outputs(&embedded, &distributed);
+    // The IDF model a cluster saved is a complete model: an embedded run loads it.
+    let with_model = dir.path().join("with-model");
+    run(&with_model, &["--idf-model", model.to_str().unwrap()], &[&news, &reprints]);
+    assert_same_outputs(&embedded, &with_model);
 
     // `pairs` over the embedded run's fingerprints, on the cluster.
     let fingerprints = format!("fp={}", embedded.join("fingerprints").display());

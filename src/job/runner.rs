@@ -26,9 +26,8 @@ use crate::join::BandPlan;
 use crate::session::{context, EngineOptions};
 use crate::storage::{copy_file, ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
 
-/// The Parquet key-value metadata key of neardup's tables. One key only:
-/// DataFusion keeps COPY metadata in a hash map, so the order of several
-/// keys in the footer would change from run to run.
+/// The Parquet key-value metadata key of neardup's tables, added to each
+/// footer after the write (see [`crate::storage::footer`]).
 pub const METADATA_KEY: &str = "neardup";
 
 /// What `METADATA_KEY` holds: the fingerprint settings, and N for tables
@@ -41,9 +40,16 @@ pub struct FileMetadata {
 }
 
 impl FileMetadata {
-    fn options(&self) -> String {
-        metadata_options(&[(METADATA_KEY, serde_json::to_string(self).expect("metadata serialises"))])
+    fn json(&self) -> String {
+        serde_json::to_string(self).expect("metadata serialises")
     }
+}
+
+/// Give the table written at `path` neardup's footer: `meta` under
+/// [`METADATA_KEY`] (when known), no engine-dependent entries.
+async fn seal(ctx: &SessionContext, path: &str, meta: Option<&FileMetadata>) -> Result<()> {
+    let json = meta.map(FileMetadata::json);
+    crate::storage::footer::rewrite_footer(ctx, path, json.as_deref().map(|j| (METADATA_KEY, j))).await
 }
 
 /// How a run reports progress.
@@ -134,16 +140,6 @@ async fn collect_with(ctx: &SessionContext, settings: &[(&str, &str)], statement
         collect(ctx, &format!("SET {key} = {old}")).await?;
     }
     result
-}
-
-/// `OPTIONS (...)` carrying Parquet key-value metadata.
-fn metadata_options(pairs: &[(&str, String)]) -> String {
-    if pairs.is_empty() {
-        return String::new();
-    }
-    let items: Vec<String> =
-        pairs.iter().map(|(k, v)| format!("{} {}", literal(&format!("format.metadata::{k}")), literal(v))).collect();
-    format!(" OPTIONS ({})", items.join(", "))
 }
 
 fn is_text(t: &DataType) -> bool {
@@ -312,8 +308,9 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
             Some(model) => (load_idf_model(ctx, model, &settings).await?, model.clone()),
             None => {
                 let df_path = out.staged("_work/corpus_df.parquet");
-                let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n) }.options();
-                collect(ctx, &render(sql::CORPUS_DF, &[("path", &literal(&df_path)), ("options", &meta)])).await?;
+                let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n) };
+                collect(ctx, &render(sql::CORPUS_DF, &[("path", &literal(&df_path))])).await?;
+                seal(ctx, &df_path, Some(&meta)).await?;
                 register_parquet(ctx, "corpus_df", &df_path).await?;
                 if let Some(save) = &fp.save_idf_model {
                     copy_file(ctx, &df_path, save).await?;
@@ -346,15 +343,15 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
                 ("df_join", &df_join),
                 ("keep_key", &keep_key.replace("keep_key", "d.keep_key")),
                 ("path", &literal(&fp_path)),
-                ("options", &meta.options()),
             ],
         ),
     )
     .await?;
+    seal(ctx, &fp_path, Some(&meta)).await?;
     register_parquet(ctx, "fingerprints", &fp_path).await?;
     progress.done("fingerprints", format!("weighting {}", fp.weighting));
 
-    let mut summary = join_stages(ctx, &spec.join, keep, out, progress).await?;
+    let mut summary = join_stages(ctx, &spec.join, keep, out, Some(&meta), progress).await?;
 
     if spec.survivors {
         for (i, input) in spec.inputs.iter().enumerate() {
@@ -452,7 +449,14 @@ fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
 /// The join, components, clusters and pairs over a registered `fingerprints`
 /// table with columns source, id, simhash (and n_chars / keep_key for the
 /// keep rules that use them).
-async fn join_stages(ctx: &SessionContext, join: &JoinOptions, keep: &KeepRule, out: &OutputDir, progress: &mut Progress) -> Result<Summary> {
+async fn join_stages(
+    ctx: &SessionContext,
+    join: &JoinOptions,
+    keep: &KeepRule,
+    out: &OutputDir,
+    meta: Option<&FileMetadata>,
+    progress: &mut Progress,
+) -> Result<Summary> {
     let k = join.max_hamming;
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let plan = match join.blocks {
@@ -483,6 +487,7 @@ async fn join_stages(ctx: &SessionContext, join: &JoinOptions, keep: &KeepRule, 
 
     let clusters_path = out.staged("clusters/part-00000.parquet");
     collect(ctx, &render(sql::CLUSTERS, &[("path", &literal(&clusters_path)), ("keep_order", keep.order_by())])).await?;
+    seal(ctx, &clusters_path, meta).await?;
     register_parquet(ctx, "clusters", &clusters_path).await?;
     let batches = collect(ctx, "SELECT count(DISTINCT cluster_id), count(*) FROM clusters").await?;
     let (clusters, in_clusters) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
@@ -490,6 +495,7 @@ async fn join_stages(ctx: &SessionContext, join: &JoinOptions, keep: &KeepRule, 
 
     let pairs_path = out.staged("pairs/part-00000.parquet");
     collect(ctx, &render(sql::PAIRS, &[("path", &literal(&pairs_path))])).await?;
+    seal(ctx, &pairs_path, meta).await?;
     register_parquet(ctx, "pairs", &pairs_path).await?;
     let pairs = scalar_u64(ctx, "SELECT count(*) FROM pairs").await?;
     progress.done("pairs", format!("{pairs} pairs"));
@@ -554,7 +560,8 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     progress.done("inputs", format!("fingerprints from '{}'", input.url));
     let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
     let result = async {
-        let mut summary = join_stages(&ctx, &spec.join, &keep, &out, &mut progress).await?;
+        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None });
+        let mut summary = join_stages(&ctx, &spec.join, &keep, &out, meta.as_ref(), &mut progress).await?;
         summary.command = "pairs".into();
         summary.output = out.url().to_string();
         summary.settings = settings;

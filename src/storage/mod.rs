@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+pub mod footer;
 mod output;
 pub mod stores;
 
