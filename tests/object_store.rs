@@ -1,7 +1,7 @@
 //! The job against a real S3-compatible server on loopback (moto, started by
 //! tests/s3_server.py with request signing enforced): Parquet read from a
 //! bucket, outputs written to a bucket and read back, reruns, and the errors
-//! a wrong credential or a missing bucket give.
+//! a wrong credential or a missing bucket give; HTTP and file:// inputs.
 
 mod common;
 use common::s3::{get_object, list_objects, start_s3};
@@ -83,4 +83,48 @@ fn the_s3_job_example_runs() {
     ok(&s3.neardup(&["run", "-q", job.to_str().unwrap()]));
     assert_eq!(s3.sql_csv(&["c=s3://archive/dedup/sample/clusters"], "SELECT count(*) AS n, count(DISTINCT cluster_id) AS c FROM c"), clusters);
     assert!(!stderr(&o).contains(&s3.secret_key));
+}
+
+/// Inputs over plain HTTP (a range-serving file server on loopback) and as
+/// file:// URLs give the same clusters as plain paths; a missing HTTP object
+/// is a clear input error.
+#[test]
+fn http_and_file_urls_are_inputs() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let python = std::env::var("NEARDUP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let mut server = Command::new(python)
+        .arg(root().join("tests/http_server.py"))
+        .arg(root().join("sample_data"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start tests/http_server.py");
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("HTTP server did not start ({e}): {line:?}"));
+    let base = info["url"].as_str().unwrap().to_string();
+
+    let dir = tempfile::tempdir().unwrap();
+    let (plain, over_http, file_urls) = (dir.path().join("plain"), dir.path().join("http"), dir.path().join("file"));
+    let local = |name: &str| format!("{name}={}", sample(&format!("{name}.parquet")));
+    ok(&neardup(&["dedup", "-q", "-i", &local("news"), "-i", &local("reprints"), "-o", plain.to_str().unwrap()]));
+    let remote = |name: &str| format!("{name}={base}/{name}.parquet");
+    let o = neardup(&["dedup", "-q", "-i", &remote("news"), "-i", &remote("reprints"), "-o", over_http.to_str().unwrap()]);
+    let file_url = |name: &str| format!("{name}=file://{}", sample(&format!("{name}.parquet")));
+    let f = neardup(&[
+        "dedup", "-q", "-i", &file_url("news"), "-i", &file_url("reprints"),
+        "-o", &format!("file://{}", file_urls.display()),
+    ]);
+    let missing = neardup(&["dedup", "-q", "-i", &format!("{base}/no-such.parquet"), "-o", dir.path().join("m").to_str().unwrap()]);
+    drop(server.stdin.take());
+    let _ = server.wait();
+
+    ok(&o);
+    ok(&f);
+    assert_eq!(clusters(&over_http), clusters(&plain));
+    assert_eq!(clusters(&file_urls), clusters(&plain));
+    assert!(clusters(&plain).len() > 40);
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+    assert!(stderr(&missing).contains("no-such.parquet"), "{}", stderr(&missing));
 }

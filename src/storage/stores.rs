@@ -70,6 +70,8 @@ pub fn store_from_env(url: &Url) -> Result<Arc<dyn ObjectStore>> {
         "http" | "https" => Arc::new(
             object_store::http::HttpBuilder::new()
                 .with_url(&url[..url::Position::BeforePath])
+                // The URL says http:// (no TLS) explicitly; object_store refuses it by default.
+                .with_client_options(object_store::ClientOptions::new().with_allow_http(url.scheme() == "http"))
                 .build()
                 .map_err(|e| store_error(url, e))?,
         ),
