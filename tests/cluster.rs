@@ -163,6 +163,19 @@ fn cluster_runs_equal_embedded_runs() {
     run(&with_model, &["--idf-model", model.to_str().unwrap()], &[&news, &reprints]);
     assert_same_outputs(&embedded, &with_model);
 
+    // The scheduler serves no REST API (it would show session settings): an
+    // HTTP/1 request for the job list gets no HTTP answer.
+    {
+        use std::io::{Read, Write};
+        let port = cluster.url.rsplit(':').next().unwrap().parse::<u16>().unwrap();
+        let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        conn.write_all(b"GET /api/jobs HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+        let mut answer = Vec::new();
+        let _ = conn.read_to_end(&mut answer);
+        assert!(!String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200"), "the scheduler answered an HTTP request");
+    }
+
     // `pairs` over the embedded run's fingerprints, on the cluster.
     let fingerprints = format!("fp={}", embedded.join("fingerprints").display());
     let (pairs_e, pairs_c) = (dir.path().join("pairs-embedded"), dir.path().join("pairs-cluster"));

@@ -128,3 +128,63 @@ fn http_and_file_urls_are_inputs() {
     assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
     assert!(stderr(&missing).contains("no-such.parquet"), "{}", stderr(&missing));
 }
+
+/// Azure Blob Storage (`az://`) through Azurite, the Azure emulator, on
+/// loopback: inputs read from a container, outputs written to it.
+#[test]
+fn dedup_reads_and_writes_azure_blob_storage() {
+    use std::process::{Command, Stdio};
+    let (Ok(azurite), Ok(python)) = (std::env::var("NEARDUP_AZURITE"), std::env::var("NEARDUP_PYTHON")) else {
+        eprintln!("SKIPPED: no Azurite (tests/run.sh installs it with npm and sets NEARDUP_AZURITE)");
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Command::new(azurite)
+        .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string(), "--inMemoryPersistence", "--silent", "--skipApiVersionCheck"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start azurite-blob");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    // Create the container with Azure's own client (the emulator's well-known development account).
+    let create = format!(
+        "import time\nfrom azure.storage.blob import BlobServiceClient\n\
+         c = BlobServiceClient.from_connection_string('DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;\
+         AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;\
+         BlobEndpoint={endpoint}/devstoreaccount1;')\n\
+         for attempt in range(100):\n    try:\n        c.create_container('archive'); break\n    except Exception:\n        time.sleep(0.2)\n\
+         else:\n    raise SystemExit('Azurite did not start')\n"
+    );
+    let created = Command::new(python).args(["-c", &create]).output().unwrap();
+    let az = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args(args)
+            .env("AZURE_STORAGE_USE_EMULATOR", "true")
+            .env("AZURITE_BLOB_STORAGE_URL", &endpoint)
+            .output()
+            .unwrap()
+    };
+    let result = (|| {
+        ok(&created);
+        for name in ["news", "reprints"] {
+            let table = format!("t={}", sample(&format!("{name}.parquet")));
+            ok(&az(&["sql", "-c", &format!("COPY (SELECT * FROM t) TO 'az://archive/crawl/{name}.parquet' STORED AS PARQUET"), "--table", &table]));
+        }
+        ok(&az(&["dedup", "-q", "-i", "news=az://archive/crawl/news.parquet", "-i", "reprints=az://archive/crawl/reprints.parquet", "-o", "az://archive/runs/one"]));
+        let query = "SELECT source, id, cluster_id, is_representative FROM c ORDER BY source, id";
+        let remote = ok(&az(&["sql", "--format", "csv", "--table", "c=az://archive/runs/one/clusters", "-c", query]));
+        let dir = tempfile::tempdir().unwrap();
+        let local = dir.path().join("local");
+        ok(&neardup(&["dedup", "-q", "-i", &format!("news={}", sample("news.parquet")), "-i", &format!("reprints={}", sample("reprints.parquet")), "-o", local.to_str().unwrap()]));
+        let expected = ok(&neardup(&["sql", "--format", "csv", "--table", &format!("c={}", local.join("clusters").display()), "-c", query]));
+        assert_eq!(remote, expected);
+        assert!(remote.lines().count() > 50);
+        // A rerun without --overwrite refuses: the first output is complete and committed.
+        let again = az(&["dedup", "-q", "-i", "az://archive/crawl/news.parquet", "-o", "az://archive/runs/one"]);
+        assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+        assert!(stderr(&again).contains("already exists"), "{}", stderr(&again));
+    })();
+    let _ = server.kill();
+    let _ = server.wait();
+    result
+}

@@ -3,18 +3,32 @@
 #   bash tests/run.sh            # every test
 #   bash tests/run.sh banded     # only tests whose name matches
 #
-# Needs: cargo and python3. An independent Parquet reader (pyarrow) and a real
-# S3-compatible server for the object-storage tests (moto) are installed into
-# a cached virtual environment on first use.
+# Needs: cargo, python3 and (for the Azure test) npm. An independent Parquet
+# reader (pyarrow), a real S3-compatible server (moto) and Azure's Blob
+# Storage emulator (Azurite) are installed into a cache on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv="${NEARDUP_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/neardup/venv}"
-if ! "$venv/bin/python" -c "import pyarrow, moto, boto3" 2>/dev/null; then
-  echo "tests/run.sh: setting up $venv (pyarrow, moto)" >&2
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/neardup"
+venv="${NEARDUP_VENV:-$cache/venv}"
+if ! "$venv/bin/python" -c "import pyarrow, moto, boto3, azure.storage.blob" 2>/dev/null; then
+  echo "tests/run.sh: setting up $venv (pyarrow, moto, azure-storage-blob)" >&2
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check pyarrow "moto[server]" boto3
+  "$venv/bin/pip" install --quiet --disable-pip-version-check pyarrow "moto[server]" boto3 azure-storage-blob
 fi
 export NEARDUP_PYTHON="$venv/bin/python"
+
+# Azurite, the Azure Blob Storage emulator, from npm (needs Node.js).
+node_dir="${NEARDUP_NODE_DIR:-$cache/node}"
+if command -v npm >/dev/null; then
+  if [[ ! -x "$node_dir/node_modules/.bin/azurite-blob" ]]; then
+    echo "tests/run.sh: installing Azurite into $node_dir" >&2
+    mkdir -p "$node_dir"
+    npm install --prefix "$node_dir" --silent --no-audit --no-fund azurite@3.37.0 >&2
+  fi
+  export NEARDUP_AZURITE="$node_dir/node_modules/.bin/azurite-blob"
+else
+  echo "tests/run.sh: no npm: the Azure Blob Storage test will be skipped" >&2
+fi
 
 cargo test --locked "$@"
