@@ -41,6 +41,9 @@ pub enum Command {
     Sql(SqlArgs),
     /// List neardup's SQL functions with their syntax and an example.
     Functions,
+    /// Score a run against a ground truth: precision, recall and F1 on pairs
+    /// and clusters, adjusted Rand index, recall per slice.
+    Eval(EvalArgs),
     /// Run a Ballista scheduler with every neardup function (for --cluster runs).
     Scheduler(SchedulerArgs),
     /// Run a Ballista executor with every neardup function, attached to a scheduler.
@@ -306,6 +309,26 @@ pub enum Format {
     Csv,
     /// One JSON object per row (JSON lines).
     Json,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Ground truth (Parquet, or CSV by extension): pairs with columns source_a, id_a, source_b,
+    /// id_b (and a slice column), or groups with columns source, id, cluster.
+    #[arg(long, value_name = "URL")]
+    pub truth: String,
+    /// What to score: a dedup/pairs output folder, or a table of pairs.
+    #[arg(long, value_name = "URL")]
+    pub predicted: String,
+    /// The corpus's documents (columns source, id) [default: the output's fingerprints/].
+    #[arg(long, value_name = "URL")]
+    pub documents: Option<String>,
+    /// Column of the truth pairs that names their slice [default: `edit` or `slice` when present].
+    #[arg(long, value_name = "COL")]
+    pub slice_col: Option<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

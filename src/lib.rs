@@ -18,6 +18,7 @@ pub mod cli;
 pub mod cluster;
 pub mod distributed;
 pub mod error;
+pub mod eval;
 pub mod fingerprint;
 pub mod job;
 pub mod logging;

@@ -7,11 +7,19 @@ use neardup::cli::{Cli, Command};
 use neardup::error::Error;
 use neardup::job::{run_dedup, run_pairs, JobSpec, RunOptions, Summary};
 
+/// Write `text` to standard output; a reader that has gone away (a closed
+/// pipe, as with `| head`) is not an error.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
 fn report(summary: &Summary, json: bool) {
     if json {
-        println!("{}", serde_json::to_string_pretty(summary).expect("summary serialises"));
+        emit(&format!("{}\n", serde_json::to_string_pretty(summary).expect("summary serialises")));
     } else {
-        println!(
+        emit(&format!(
             "{} documents ({} without terms): {} duplicates in {} clusters, {} pairs; wrote {} in {:.1} s",
             summary.documents,
             summary.documents_without_terms,
@@ -20,7 +28,7 @@ fn report(summary: &Summary, json: bool) {
             summary.pairs,
             summary.output,
             summary.total_ms as f64 / 1000.0
-        );
+        ));
     }
 }
 
@@ -44,7 +52,22 @@ async fn run(cli: Cli) -> Result<(), Error> {
             report(&summary, args.json);
         }
         Command::Sql(args) => neardup::shell::run(&args).await?,
-        Command::Functions => print!("{}", neardup::udf::describe_all()),
+        Command::Functions => emit(&neardup::udf::describe_all()),
+        Command::Eval(args) => {
+            let ctx = neardup::session::new_context(&Default::default())?;
+            let spec = neardup::eval::EvalSpec {
+                truth: args.truth,
+                predicted: args.predicted,
+                documents: args.documents,
+                slice_column: args.slice_col,
+            };
+            let report = neardup::eval::evaluate(&ctx, &spec).await?;
+            if args.json {
+                emit(&format!("{}\n", serde_json::to_string_pretty(&report).expect("report serialises")));
+            } else {
+                emit(&report.to_string());
+            }
+        }
         Command::Scheduler(args) => {
             neardup::logging::init("scheduler")?;
             neardup::distributed::run_scheduler(neardup::distributed::SchedulerOptions {

@@ -316,3 +316,41 @@ fn sql_reads_statements_from_standard_input() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(ok(&out), "s,same\na;b,true\n");
 }
+
+/// `neardup eval` on the sample's planted pairs: the figures the README and
+/// docs report (52 of 65 pairs at k = 3, no false positive), per slice, as
+/// JSON and as a table; bad truth tables are input errors.
+#[test]
+fn eval_scores_a_run_against_the_planted_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(&dedup(&out, &[]));
+    let truth = sample("truth.csv");
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&neardup(&["eval", "--truth", &truth, "--predicted", out.to_str().unwrap(), "--json"]))).unwrap();
+    assert_eq!(json["documents"], 507);
+    assert_eq!((json["truth_pairs"].as_u64(), json["reported_pairs"].as_u64()), (Some(65), Some(52)));
+    assert_eq!(json["pairs"]["precision"], 1.0);
+    assert_eq!(json["pairs"]["recall"], 0.8);
+    assert_eq!(json["clusters"]["recall"], 0.8);
+    let ari = json["adjusted_rand_index"].as_f64().unwrap();
+    assert!((0.88..0.89).contains(&ari), "{ari}");
+    let slice = |name: &str| json["slices"].as_array().unwrap().iter().find(|s| s["slice"] == name).unwrap().clone();
+    for exact in ["exact_copy", "same_source_copy", "spacing", "width_and_punctuation"] {
+        assert_eq!(slice(exact)["recall"], 1.0, "{exact}");
+    }
+    assert_eq!((slice("boilerplate")["pairs"].as_u64(), slice("boilerplate")["found"].as_u64()), (Some(11), Some(6)));
+
+    let table = ok(&neardup(&["eval", "--truth", &truth, "--predicted", out.to_str().unwrap()]));
+    assert!(table.contains("| pairs | 1.0000 | 0.8000 | 0.8889 |"), "{table}");
+
+    // A truth table without the needed columns, and a corpus that does not hold the truth's documents.
+    let bad = neardup(&["eval", "--truth", &sample("news.parquet"), "--predicted", out.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("source_a, id_a"), "{}", stderr(&bad));
+    let other = dir.path().join("news-only");
+    ok(&neardup(&["dedup", "-q", "-i", &format!("news={}", sample("news.parquet")), "-o", other.to_str().unwrap()]));
+    let mismatch = neardup(&["eval", "--truth", &truth, "--predicted", other.to_str().unwrap()]);
+    assert_eq!(mismatch.status.code(), Some(2), "{}", stderr(&mismatch));
+    assert!(stderr(&mismatch).contains("not among the 407 documents"), "{}", stderr(&mismatch));
+}
