@@ -102,6 +102,7 @@ pub struct EngineArgs {
     #[arg(long, value_name = "N", help_heading = "Engine")]
     pub target_partitions: Option<usize>,
     /// Memory for joins, sorts and aggregates (e.g. 2G); beyond it they spill to disk.
+    /// Embedded runs only: on a cluster, each executor's own --memory-limit applies.
     #[arg(long, value_name = "SIZE", help_heading = "Engine")]
     pub memory_limit: Option<String>,
     /// Rows per batch [default: 8192].

@@ -70,7 +70,15 @@ pub fn runtime_env(spill_dir: Option<&str>, memory_limit: Option<usize>) -> data
 /// The session for `options`: embedded, or on the cluster it names.
 pub async fn context(options: &EngineOptions) -> Result<SessionContext> {
     match &options.cluster {
-        Some(url) => crate::distributed::connect(url, session_config(options)?).await,
+        Some(url) => {
+            if options.memory_limit.is_some() {
+                eprintln!(
+                    "neardup: note: the memory limit applies to embedded runs only; on a cluster, \
+                     each executor's --memory-limit bounds its tasks"
+                );
+            }
+            crate::distributed::connect(url, session_config(options)?).await
+        }
         None => new_context(options),
     }
 }
