@@ -124,12 +124,11 @@ pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
     let (scheduler_host, scheduler_port) = parse_endpoint(&options.scheduler, 50050)?;
     let registry = BallistaFunctionRegistry::from(&cluster_state(SessionConfig::new_with_ballista())?);
     let work_dir = match &options.work_dir {
-        Some(dir) => {
-            std::fs::create_dir_all(dir).map_err(|e| Error::input(format!("cannot create work dir '{dir}': {e}")))?;
-            dir.clone()
-        }
+        Some(dir) => dir.clone(),
         None => std::env::temp_dir().join(format!("neardup-executor-{}", options.port)).display().to_string(),
     };
+    std::fs::create_dir_all(&work_dir)
+        .map_err(|e| Error::input(format!("cannot create the work dir '{work_dir}': {e} (choose another with --work-dir)")))?;
     let spill = work_dir.clone();
     let runtime: RuntimeProducer = Arc::new(move |_| runtime_env(Some(&spill), None));
     let defaults = ExecutorProcessConfig::default();
