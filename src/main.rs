@@ -20,7 +20,7 @@ fn report(summary: &Summary, json: bool) {
         emit(&format!("{}\n", serde_json::to_string_pretty(summary).expect("summary serialises")));
     } else {
         emit(&format!(
-            "{} documents ({} without terms): {} duplicates in {} clusters, {} pairs; wrote {} in {:.1} s",
+            "{} documents ({} without terms): {} duplicates in {} clusters, {} pairs; wrote {} in {:.1} s\n",
             summary.documents,
             summary.documents_without_terms,
             summary.duplicates,

@@ -129,6 +129,7 @@ fn job_file_runs_the_same_job() {
     std::fs::write(&job, text).unwrap();
     let stdout = ok(&neardup(&["run", "-q", job.to_str().unwrap()]));
     assert!(stdout.contains("duplicates in"), "{stdout}");
+    assert!(stdout.ends_with(" s\n"), "the summary line ends with a newline: {stdout:?}");
     let out = dir.path().join("out");
     let direct = dir.path().join("direct");
     ok(&dedup(&direct, &["--keep", "earliest:date"]));
@@ -353,4 +354,25 @@ fn eval_scores_a_run_against_the_planted_pairs() {
     let mismatch = neardup(&["eval", "--truth", &truth, "--predicted", other.to_str().unwrap()]);
     assert_eq!(mismatch.status.code(), Some(2), "{}", stderr(&mismatch));
     assert!(stderr(&mismatch).contains("not among the 407 documents"), "{}", stderr(&mismatch));
+}
+
+/// A reader that stops early (`neardup sql … | head -1`) ends the output
+/// quietly: no panic, no error message. The output (about 1.3 MB) is far
+/// larger than a pipe's buffer, so the writer does meet the closed pipe.
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["sql", "--format", "csv", "-c", "SELECT value, value * 2 AS twice FROM generate_series(1, 100000)"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(!first.is_empty());
+    assert!(output.status.success(), "{:?}", output.status);
+    assert_eq!(stderr(&output), "");
 }
