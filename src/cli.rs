@@ -160,14 +160,6 @@ impl JoinArgs {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum WeightingArg {
-    None,
-    Tf,
-    Tfidf,
-    Improved,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum IdfArg {
     /// ln(N / df + 0.01)
     Standard,
@@ -195,9 +187,10 @@ pub struct DedupArgs {
     /// Tokenizer: precise (jieba exact mode), full, search, or char-N (character N-grams).
     #[arg(long, default_value = "precise", value_name = "MODE", help_heading = "Fingerprints")]
     pub tokenizer: String,
-    /// Term weighting.
-    #[arg(long, value_enum, default_value = "improved", help_heading = "Fingerprints")]
-    pub weighting: WeightingArg,
+    /// Term weighting: none, tf, tfidf, improved (tf·idf·(1 + POS + length + signal + title)),
+    /// or improved:F+F… with only the factors named (pos, length, signal, title).
+    #[arg(long, default_value = "improved", value_name = "WEIGHTING", value_parser = parse_weighting, help_heading = "Fingerprints")]
+    pub weighting: Weighting,
     /// IDF formula.
     #[arg(long, value_enum, default_value = "standard", help_heading = "Fingerprints")]
     pub idf: IdfArg,
@@ -225,6 +218,10 @@ pub struct DedupArgs {
     pub engine: EngineArgs,
 }
 
+fn parse_weighting(s: &str) -> std::result::Result<Weighting, String> {
+    s.parse()
+}
+
 impl DedupArgs {
     pub fn spec(&self) -> Result<JobSpec> {
         Ok(JobSpec {
@@ -234,12 +231,7 @@ impl DedupArgs {
             columns: Columns { id: self.id_col.clone(), text: self.text_col.clone(), title: self.title_col.clone() },
             fingerprint: FingerprintOptions {
                 tokenizer: self.tokenizer.clone(),
-                weighting: match self.weighting {
-                    WeightingArg::None => Weighting::None,
-                    WeightingArg::Tf => Weighting::Tf,
-                    WeightingArg::Tfidf => Weighting::Tfidf,
-                    WeightingArg::Improved => Weighting::Improved,
-                },
+                weighting: self.weighting,
                 idf: match self.idf {
                     IdfArg::Standard => IdfFormula::Standard,
                     IdfArg::DfPlusOne => IdfFormula::DfPlusOne,

@@ -76,9 +76,36 @@ pub struct TermFactors {
     pub title: u8,
 }
 
-/// How a term of a document is weighted in its SimHash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
+/// The factors of the improved weight, any subset of them: POS, word
+/// length, signal word, title. All four by default (paper 000); fewer to
+/// measure what each one brings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Factors(u8);
+
+impl Factors {
+    pub const POS: Factors = Factors(1);
+    pub const LENGTH: Factors = Factors(2);
+    pub const SIGNAL: Factors = Factors(4);
+    pub const TITLE: Factors = Factors(8);
+    pub const ALL: Factors = Factors(15);
+    const NAMES: [(&'static str, Factors); 4] =
+        [("pos", Factors::POS), ("length", Factors::LENGTH), ("signal", Factors::SIGNAL), ("title", Factors::TITLE)];
+
+    pub fn has(self, f: Factors) -> bool {
+        self.0 & f.0 == f.0
+    }
+
+    /// `pos+length+signal+title` or any part of it, in that order.
+    fn names(self) -> String {
+        Factors::NAMES.iter().filter(|(_, f)| self.has(*f)).map(|(n, _)| *n).collect::<Vec<_>>().join("+")
+    }
+}
+
+/// How a term of a document is weighted in its SimHash. Written as `none`,
+/// `tf`, `tfidf`, `improved`, or `improved:F+F…` for the improved weight
+/// with only the factors named (pos, length, signal, title).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum Weighting {
     /// Every distinct term weighs 1.
     None,
@@ -86,29 +113,31 @@ pub enum Weighting {
     Tf,
     /// `tf · idf`.
     Tfidf,
-    /// `tf · idf · (1 + cx + len + logo + title)` (paper 000; the default).
-    #[default]
-    Improved,
+    /// `tf · idf · (1 + cx + len + logo + title)` (paper 000; the default),
+    /// with the factors chosen.
+    Improved(Factors),
+}
+
+impl Default for Weighting {
+    fn default() -> Self {
+        Weighting::Improved(Factors::ALL)
+    }
 }
 
 impl Weighting {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Weighting::None => "none",
-            Weighting::Tf => "tf",
-            Weighting::Tfidf => "tfidf",
-            Weighting::Improved => "improved",
-        }
-    }
+    /// The improved weight with all its factors.
+    pub const IMPROVED: Weighting = Weighting::Improved(Factors::ALL);
 
     /// Whether the weight needs corpus document frequencies.
     pub fn needs_idf(self) -> bool {
-        matches!(self, Weighting::Tfidf | Weighting::Improved)
+        matches!(self, Weighting::Tfidf | Weighting::Improved(_))
     }
 
     /// Whether the weight needs POS tags (tagging is slower than cutting).
+    /// Every variant of the improved weight segments the same way, with tags,
+    /// so that leaving out a factor changes nothing else.
     pub fn needs_pos(self) -> bool {
-        self == Weighting::Improved
+        matches!(self, Weighting::Improved(_))
     }
 
     /// The weight of a term from its document statistics and its idf.
@@ -117,8 +146,15 @@ impl Weighting {
             Weighting::None => 1.0,
             Weighting::Tf => f64::from(stats.count),
             Weighting::Tfidf => stats.tf * idf,
-            Weighting::Improved => {
-                stats.tf * idf * (1.0 + f64::from(stats.cx) + stats.len + f64::from(stats.logo) + f64::from(stats.title))
+            Weighting::Improved(f) => {
+                let part = |factor: Factors, value: f64| if f.has(factor) { value } else { 0.0 };
+                stats.tf
+                    * idf
+                    * (1.0
+                        + part(Factors::POS, f64::from(stats.cx))
+                        + part(Factors::LENGTH, stats.len)
+                        + part(Factors::SIGNAL, f64::from(stats.logo))
+                        + part(Factors::TITLE, f64::from(stats.title)))
             }
         }
     }
@@ -126,20 +162,51 @@ impl Weighting {
 
 impl fmt::Display for Weighting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        match self {
+            Weighting::None => f.write_str("none"),
+            Weighting::Tf => f.write_str("tf"),
+            Weighting::Tfidf => f.write_str("tfidf"),
+            Weighting::Improved(Factors::ALL) => f.write_str("improved"),
+            Weighting::Improved(factors) => write!(f, "improved:{}", factors.names()),
+        }
+    }
+}
+
+impl From<Weighting> for String {
+    fn from(w: Weighting) -> String {
+        w.to_string()
+    }
+}
+
+impl TryFrom<String> for Weighting {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
     }
 }
 
 impl FromStr for Weighting {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "none" => Ok(Weighting::None),
-            "tf" => Ok(Weighting::Tf),
-            "tfidf" => Ok(Weighting::Tfidf),
-            "improved" => Ok(Weighting::Improved),
-            _ => Err(format!("unknown weighting '{s}': use none, tf, tfidf or improved")),
+        let lower = s.trim().to_ascii_lowercase();
+        match lower.as_str() {
+            "none" => return Ok(Weighting::None),
+            "tf" => return Ok(Weighting::Tf),
+            "tfidf" => return Ok(Weighting::Tfidf),
+            "improved" => return Ok(Weighting::IMPROVED),
+            _ => {}
         }
+        let Some(list) = lower.strip_prefix("improved:") else {
+            return Err(format!("unknown weighting '{s}': use none, tf, tfidf, improved or improved:FACTORS"));
+        };
+        let mut factors = Factors(0);
+        for name in list.split('+').map(str::trim).filter(|n| !n.is_empty()) {
+            let (_, f) = Factors::NAMES.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+                format!("unknown factor '{name}' in weighting '{s}': use pos, length, signal, title joined by '+'")
+            })?;
+            factors = Factors(factors.0 | f.0);
+        }
+        Ok(Weighting::Improved(factors))
     }
 }
 
@@ -163,14 +230,27 @@ mod tests {
         assert_eq!(Weighting::None.weight(&t, 2.0), 1.0);
         assert_eq!(Weighting::Tf.weight(&t, 2.0), 3.0);
         assert_eq!(Weighting::Tfidf.weight(&t, 2.0), 0.5);
-        assert_eq!(Weighting::Improved.weight(&t, 2.0), 0.5 * (1.0 + 3.0 + 0.5 + 5.0));
+        assert_eq!(Weighting::IMPROVED.weight(&t, 2.0), 0.5 * (1.0 + 3.0 + 0.5 + 5.0));
+        let pos_only: Weighting = "improved:pos".parse().unwrap();
+        assert_eq!(pos_only.weight(&t, 2.0), 0.5 * (1.0 + 3.0));
+        let none: Weighting = "improved:".parse().unwrap();
+        assert_eq!(none.weight(&t, 2.0), Weighting::Tfidf.weight(&t, 2.0));
+        assert!("improved:length+signal".parse::<Weighting>().unwrap().needs_pos());
+        assert!(!Weighting::Tfidf.needs_pos());
     }
 
     #[test]
     fn names_round_trip() {
-        for w in [Weighting::None, Weighting::Tf, Weighting::Tfidf, Weighting::Improved] {
-            assert_eq!(w.as_str().parse::<Weighting>().unwrap(), w);
+        for w in ["none", "tf", "tfidf", "improved", "improved:pos", "improved:length+title", "improved:"] {
+            assert_eq!(w.parse::<Weighting>().unwrap().to_string(), w);
         }
+        // Factors in any order and case name the same weighting; all four is plain `improved`.
+        assert_eq!("Improved:TITLE+pos".parse::<Weighting>().unwrap().to_string(), "improved:pos+title");
+        assert_eq!("improved:pos+length+signal+title".parse::<Weighting>().unwrap(), Weighting::IMPROVED);
+        assert!("improved:pos+colour".parse::<Weighting>().unwrap_err().contains("unknown factor 'colour'"));
+        // Serialised (job files, metadata) as the same text.
+        assert_eq!(serde_json::to_string(&Weighting::IMPROVED).unwrap(), "\"improved\"");
+        assert_eq!(serde_json::from_str::<Weighting>("\"improved:signal\"").unwrap().to_string(), "improved:signal");
         for f in [IdfFormula::Standard, IdfFormula::DfPlusOne] {
             assert_eq!(f.as_str().parse::<IdfFormula>().unwrap(), f);
         }

@@ -285,7 +285,7 @@ mod tests {
         let spec = JobSpec::from_file(&path).unwrap();
         assert_eq!(spec.inputs[0].url, dir.path().join("data/a.parquet").display().to_string());
         assert_eq!(spec.join.max_hamming, 3);
-        assert_eq!(spec.fingerprint.weighting, Weighting::Improved);
+        assert_eq!(spec.fingerprint.weighting, Weighting::IMPROVED);
         assert_eq!(spec.validate().unwrap(), KeepRule::SmallestId);
     }
 

@@ -329,7 +329,7 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
     } else {
         ("NULL, NULL".to_string(), String::new())
     };
-    let weight = format!("term_weight(t, {weight}, {}, {})", literal(fp.weighting.as_str()), literal(fp.idf.as_str()));
+    let weight = format!("term_weight(t, {weight}, {}, {})", literal(&fp.weighting.to_string()), literal(fp.idf.as_str()));
 
     // Stage 3: weights and fingerprints.
     let fp_path = out.staged("fingerprints/part-00000.parquet");

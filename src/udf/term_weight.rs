@@ -124,7 +124,7 @@ impl ScalarUDFImpl for TermWeight {
                     ("t", "An element of term_stats(...)."),
                     ("df", "Documents of the corpus containing the term (NULL: 1)."),
                     ("n", "Documents of the corpus with at least one term."),
-                    ("weighting", "none, tf, tfidf or improved (default)."),
+                    ("weighting", "none, tf, tfidf, improved (default), or improved:F+F… with only the factors named (pos, length, signal, title)."),
                     ("formula", "standard (default) or df-plus-one."),
                 ],
             )
