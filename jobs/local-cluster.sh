@@ -59,6 +59,13 @@ for i in $(seq "$executors"); do
 done
 # Executors register with the scheduler on their first heartbeat.
 sleep 2
+# A process that could not bind its port (another program listening there) has exited by now.
+for pid in "${pids[@]}"; do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "local-cluster.sh: a cluster process exited at start (a port in use?); see $work/*.log" >&2
+    exit 1
+  fi
+done
 echo "cluster ready: df://127.0.0.1:$port ($executors executors; logs in $work)"
 echo "stop it with Ctrl-C"
 wait -n "${pids[@]}"

@@ -107,7 +107,11 @@ fn start_cluster(executors: usize, executor_timeout: Option<u64>, env: &[(&'stat
     }
     // Executors register with their first heartbeat.
     std::thread::sleep(Duration::from_secs(2));
-    Cluster { processes, url: format!("df://{scheduler}"), _dir: dir }
+    let mut cluster = Cluster { processes, url: format!("df://{scheduler}"), _dir: dir };
+    for (i, p) in cluster.processes.iter_mut().enumerate() {
+        assert!(p.try_wait().unwrap().is_none(), "cluster process {i} exited at start (a port taken meanwhile?)");
+    }
+    cluster
 }
 
 fn table(out: &Path, name: &str, columns: &[&str]) -> Vec<Vec<String>> {
@@ -255,6 +259,16 @@ fn killing_an_executor_never_loses_pairs_silently() {
     }
 }
 
+/// A scheduler port for jobs/local-cluster.sh with 2 executors: it and
+/// PORT+11, +12, +21, +22 free, below the ephemeral range that the other
+/// tests' `free_port` draws from (so parallel tests cannot take them).
+fn script_port() -> u16 {
+    (0..500u32)
+        .map(|i| 20_000 + ((std::process::id() * 7919 + i * 131) % 10_000) as u16)
+        .find(|&p| [0, 11, 12, 21, 22].iter().all(|o| TcpListener::bind(("127.0.0.1", p + o)).is_ok()))
+        .expect("no free port range for the cluster script")
+}
+
 /// `jobs/local-cluster.sh` starts a working cluster and stops it on SIGTERM.
 #[test]
 fn the_local_cluster_script_runs_a_job() {
@@ -264,7 +278,7 @@ fn the_local_cluster_script_runs_a_job() {
         .arg(root().join("jobs/local-cluster.sh"))
         .arg("2")
         .env("NEARDUP", env!("CARGO_BIN_EXE_neardup"))
-        .env("NEARDUP_PORT", free_port().to_string())
+        .env("NEARDUP_PORT", script_port().to_string())
         .env("NEARDUP_WORK", dir.path().join("cluster"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -296,4 +310,30 @@ fn the_local_cluster_script_runs_a_job() {
     assert_eq!(summary(&dir.path().join("out"))["documents"], 507);
     let leftover = Command::new("pgrep").args(["-f", "--", &format!("--work-dir {}", dir.path().join("cluster").display())]).output().unwrap();
     assert!(stdout(&leftover).trim().is_empty(), "executors left running: {}", stdout(&leftover));
+}
+
+/// The only executor killed mid-job: the job fails with exit code 1 and a
+/// message once the scheduler gives up waiting, and leaves no output.
+#[test]
+fn losing_every_executor_fails_cleanly() {
+    let Some(heybox) = shared_data("heybox_articles.parquet") else { return };
+    let mut cluster = start_cluster(1, Some(5), &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut job = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["dedup", "-q", "-i", heybox.to_str().unwrap(), "-o", out.to_str().unwrap(), "--cluster", &cluster.url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(job.try_wait().unwrap().is_none(), "the job ended before the kill: nothing was tested");
+    let victim = &mut cluster.processes[1];
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    let result = job.wait_with_output().unwrap();
+    assert_eq!(result.status.code(), Some(1), "{}", stderr(&result));
+    assert!(stderr(&result).contains("executors were lost"), "{}", stderr(&result));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "a failed run left {left:?}");
 }
