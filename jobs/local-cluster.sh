@@ -66,8 +66,8 @@ for pid in "${pids[@]}"; do
     exit 1
   fi
 done
-echo "cluster ready: df://127.0.0.1:$port ($executors executors; logs in $work)"
-echo "stop it with Ctrl-C"
+# One line only: a reader that stops after it must not cut the script short.
+echo "cluster ready: df://127.0.0.1:$port ($executors executors; logs in $work); stop it with Ctrl-C"
 wait -n "${pids[@]}"
 echo "local-cluster.sh: a cluster process exited; stopping the others (see $work/*.log)" >&2
 exit 1

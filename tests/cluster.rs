@@ -285,7 +285,9 @@ fn the_local_cluster_script_runs_a_job() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(script.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    // Kept open until the script is stopped: a closed pipe would end it early.
+    let mut script_out = BufReader::new(script.stdout.take().unwrap());
+    script_out.read_line(&mut line).unwrap();
     let url = line.strip_prefix("cluster ready: ").and_then(|l| l.split_whitespace().next()).map(str::to_string);
     // The example job file, with the cluster named in its [engine] table.
     let result = url.map(|url| {
@@ -300,7 +302,14 @@ fn the_local_cluster_script_runs_a_job() {
     // SIGTERM: the script stops its scheduler and executors, then exits.
     Command::new("kill").args(["-TERM", &script.id().to_string()]).status().unwrap();
     let status = script.wait().unwrap();
+    drop(script_out);
     let result = result.unwrap_or_else(|| panic!("the script did not report a ready cluster: {line:?}"));
+    if !result.status.success() {
+        for log in ["scheduler", "executor-1", "executor-2"] {
+            let text = std::fs::read_to_string(dir.path().join("cluster").join(format!("{log}.log"))).unwrap_or_default();
+            eprintln!("--- {log}.log ---\n{text}");
+        }
+    }
     ok(&result);
     assert_eq!(status.code(), Some(143), "the script reports that it was stopped");
     let embedded = dir.path().join("embedded");
