@@ -224,6 +224,24 @@ fn cluster_runs_equal_embedded_runs() {
     }
 }
 
+/// Run `dedup` of `input` into `out` on `cluster`, and kill its process
+/// `victim` (an executor) 3 s in, while the job is still segmenting.
+fn dedup_killing(cluster: &mut Cluster, victim: usize, input: &str, out: &Path) -> std::process::Output {
+    let mut job = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["dedup", "-q", "-i", input, "-o", out.to_str().unwrap(), "--cluster", &cluster.url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Segmentation of 18,060 articles takes several seconds.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(job.try_wait().unwrap().is_none(), "the job ended before the kill: nothing was tested");
+    let victim = &mut cluster.processes[victim];
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    job.wait_with_output().unwrap()
+}
+
 /// One executor killed in the middle of a job: the job completes on the
 /// other with exactly the embedded result, or fails cleanly (non-zero exit,
 /// a message, no output). It never reports success with missing rows.
@@ -237,19 +255,7 @@ fn killing_an_executor_never_loses_pairs_silently() {
 
     let mut cluster = start_cluster(2, Some(10), &[]);
     let out = dir.path().join("cluster");
-    let mut job = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["dedup", "-q", "-i", input, "-o", out.to_str().unwrap(), "--cluster", &cluster.url])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Segmentation of 18,060 articles takes several seconds: kill executor 2 during it.
-    std::thread::sleep(Duration::from_secs(3));
-    assert!(job.try_wait().unwrap().is_none(), "the job ended before the kill: nothing was tested");
-    let victim = &mut cluster.processes[2];
-    victim.kill().unwrap();
-    victim.wait().unwrap();
-    let result = job.wait_with_output().unwrap();
+    let result = dedup_killing(&mut cluster, 2, input, &out);
     eprintln!("job after the kill: {:?}\n{}", result.status, stderr(&result));
     if result.status.success() {
         assert_same_outputs(&embedded, &out);
@@ -328,19 +334,7 @@ fn losing_every_executor_fails_cleanly() {
     let Some(heybox) = shared_data("heybox_articles.parquet") else { return };
     let mut cluster = start_cluster(1, Some(5), &[]);
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let mut job = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["dedup", "-q", "-i", heybox.to_str().unwrap(), "-o", out.to_str().unwrap(), "--cluster", &cluster.url])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    assert!(job.try_wait().unwrap().is_none(), "the job ended before the kill: nothing was tested");
-    let victim = &mut cluster.processes[1];
-    victim.kill().unwrap();
-    victim.wait().unwrap();
-    let result = job.wait_with_output().unwrap();
+    let result = dedup_killing(&mut cluster, 1, heybox.to_str().unwrap(), &dir.path().join("out"));
     assert_eq!(result.status.code(), Some(1), "{}", stderr(&result));
     assert!(stderr(&result).contains("executors were lost"), "{}", stderr(&result));
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

@@ -90,19 +90,9 @@ fn the_s3_job_example_runs() {
 /// is a clear input error.
 #[test]
 fn http_and_file_urls_are_inputs() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
     let python = std::env::var("NEARDUP_PYTHON").unwrap_or_else(|_| "python3".into());
-    let mut server = Command::new(python)
-        .arg(root().join("tests/http_server.py"))
-        .arg(root().join("sample_data"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start tests/http_server.py");
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let info: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("HTTP server did not start ({e}): {line:?}"));
+    let sample_dir = root().join("sample_data");
+    let (mut server, info) = start_server(&python, "tests/http_server.py", &[sample_dir.to_str().unwrap()]);
     let base = info["url"].as_str().unwrap().to_string();
 
     let dir = tempfile::tempdir().unwrap();

@@ -114,3 +114,20 @@ pub fn pairs(out: &Path) -> Vec<(String, String, String)> {
 pub fn summary(out: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
+
+/// Start the Python test server `script` (with `args`), which prints one
+/// JSON line when it serves and stops when its standard input closes.
+pub fn start_server(python: &str, script: &str, args: &[&str]) -> (std::process::Child, serde_json::Value) {
+    let mut child = std::process::Command::new(python)
+        .arg(root().join(script))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {script}: {e}"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    let info = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{script} did not start ({e}): {line:?}"));
+    (child, info)
+}

@@ -2,8 +2,7 @@
 //! tests/s3_server.py with request signing enforced) and neardup runs that
 //! hold its credentials in their environment.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 
 use super::*;
 
@@ -26,16 +25,7 @@ pub fn start_s3() -> Option<S3> {
         eprintln!("SKIPPED: no S3 server (set NEARDUP_PYTHON to a python with moto and boto3; tests/run.sh does)");
         return None;
     };
-    let mut child = Command::new(python)
-        .arg(root().join("tests/s3_server.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start tests/s3_server.py");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let info: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("S3 server did not start ({e}): {line:?}"));
+    let (child, info) = start_server(&python, "tests/s3_server.py", &[]);
     Some(S3 {
         child,
         endpoint: info["endpoint"].as_str().unwrap().into(),
