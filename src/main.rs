@@ -7,17 +7,25 @@ use neardup::cli::{Cli, Command};
 use neardup::error::Error;
 use neardup::job::{run_dedup, run_pairs, JobSpec, RunOptions, Summary};
 
-/// Write `text` to standard output; a reader that has gone away (a closed
-/// pipe, as with `| head`) is not an error.
-fn emit(text: &str) {
+/// Write `text` to standard output. A reader that has gone away (a closed
+/// pipe, as with `| head`) is not an error; any other write failure is.
+fn emit(text: &str) -> Result<(), Error> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
-fn report(summary: &Summary, json: bool) {
+/// `value` as pretty JSON on standard output.
+fn emit_json(value: &impl serde::Serialize) -> Result<(), Error> {
+    emit(&format!("{}\n", serde_json::to_string_pretty(value).expect("plain data serialises")))
+}
+
+fn report(summary: &Summary, json: bool) -> Result<(), Error> {
     if json {
-        emit(&format!("{}\n", serde_json::to_string_pretty(summary).expect("summary serialises")));
+        emit_json(summary)
     } else {
         emit(&format!(
             "{} documents ({} without terms): {} duplicates in {} clusters, {} pairs; wrote {} in {:.1} s\n",
@@ -28,7 +36,7 @@ fn report(summary: &Summary, json: bool) {
             summary.pairs,
             summary.output,
             summary.total_ms as f64 / 1000.0
-        ));
+        ))
     }
 }
 
@@ -36,11 +44,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Dedup(args) => {
             let summary = run_dedup(&args.spec()?, &RunOptions { quiet: args.output.quiet }).await?;
-            report(&summary, args.output.json);
+            report(&summary, args.output.json)?;
         }
         Command::Pairs(args) => {
             let summary = run_pairs(&args.spec()?, &RunOptions { quiet: args.output.quiet }).await?;
-            report(&summary, args.output.json);
+            report(&summary, args.output.json)?;
         }
         Command::Run(args) => {
             let mut spec = JobSpec::from_file(&args.job)?;
@@ -49,10 +57,10 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 spec.engine.cluster = args.cluster.clone();
             }
             let summary = run_dedup(&spec, &RunOptions { quiet: args.quiet }).await?;
-            report(&summary, args.json);
+            report(&summary, args.json)?;
         }
         Command::Sql(args) => neardup::shell::run(&args).await?,
-        Command::Functions => emit(&neardup::udf::describe_all()),
+        Command::Functions => emit(&neardup::udf::describe_all())?,
         Command::Eval(args) => {
             let ctx = neardup::session::new_context(&Default::default())?;
             let spec = neardup::eval::EvalSpec {
@@ -63,9 +71,9 @@ async fn run(cli: Cli) -> Result<(), Error> {
             };
             let report = neardup::eval::evaluate(&ctx, &spec).await?;
             if args.json {
-                emit(&format!("{}\n", serde_json::to_string_pretty(&report).expect("report serialises")));
+                emit_json(&report)?;
             } else {
-                emit(&report.to_string());
+                emit(&report.to_string())?;
             }
         }
         Command::Scheduler(args) => {

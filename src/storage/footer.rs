@@ -12,7 +12,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::parquet::column::writer::ColumnCloseResult;
 use datafusion::parquet::errors::Result as ParquetResult;
 use datafusion::parquet::file::metadata::{KeyValue, PageIndexPolicy, ParquetMetaDataReader};
@@ -67,18 +66,10 @@ pub fn rewrite(file: &Bytes, entry: Option<(&str, &str)>) -> ParquetResult<Vec<u
 /// Rewrite the footer of the Parquet file at `url` (any store), adding
 /// `entry`; see [`rewrite`].
 pub async fn rewrite_footer(ctx: &SessionContext, url: &str, entry: Option<(&str, &str)>) -> Result<()> {
-    let parsed = ListingTableUrl::parse(url).map_err(|e| Error::input(format!("'{url}' is not a path or URL: {e}")))?;
-    let store = ctx.runtime_env().object_store(parsed.object_store())?;
-    let path = parsed.prefix();
-    let file = store
-        .get(path)
-        .await
-        .map_err(|e| Error::runtime(format!("cannot read '{url}': {e}")))?
-        .bytes()
-        .await
-        .map_err(|e| Error::runtime(format!("cannot read '{url}': {e}")))?;
+    let file = super::read_object(ctx, url).await?;
     let rewritten = rewrite(&file, entry).map_err(|e| Error::runtime(format!("cannot rewrite the footer of '{url}': {e}")))?;
-    store.put(path, rewritten.into()).await.map_err(|e| Error::runtime(format!("cannot write '{url}': {e}")))?;
+    let (store, path) = super::locate(ctx, url)?;
+    store.put(&path, rewritten.into()).await.map_err(|e| Error::runtime(format!("cannot write '{url}': {e}")))?;
     Ok(())
 }
 

@@ -155,6 +155,20 @@ async fn check_parquet_magic(store: &dyn object_store::ObjectStore, meta: &Objec
     Ok(())
 }
 
+/// The store and path of the one object a path or URL names.
+pub(crate) fn locate(ctx: &SessionContext, url: &str) -> Result<(Arc<dyn object_store::ObjectStore>, object_store::path::Path)> {
+    let parsed = ListingTableUrl::parse(url).map_err(|e| Error::input(format!("'{url}' is not a path or URL: {e}")))?;
+    let store = ctx.runtime_env().object_store(parsed.object_store()).map_err(|e| Error::input(e.to_string()))?;
+    Ok((store, parsed.prefix().clone()))
+}
+
+/// The whole object at `url`.
+pub(crate) async fn read_object(ctx: &SessionContext, url: &str) -> Result<bytes::Bytes> {
+    let (store, path) = locate(ctx, url)?;
+    let read_error = |e: object_store::Error| Error::runtime(format!("cannot read '{url}': {e}"));
+    store.get(&path).await.map_err(read_error)?.bytes().await.map_err(read_error)
+}
+
 /// Register the Parquet files at `url` as table `name`; returns its schema.
 pub async fn register_parquet(ctx: &SessionContext, name: &str, url: &str) -> Result<SchemaRef> {
     let (table_url, files) = list_parquet_files(ctx, url).await?;

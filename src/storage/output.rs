@@ -241,23 +241,11 @@ impl OutputDir {
 /// Copy one object (a saved IDF model) to `to`, which may be on any store.
 /// A single put is atomic on local disks and object stores alike.
 pub async fn copy_file(ctx: &SessionContext, from: &str, to: &str) -> Result<()> {
-    let locate = |u: &str| -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
-        let parsed = ListingTableUrl::parse(u).map_err(|e| Error::input(format!("'{u}' is not a path or URL: {e}")))?;
-        let store = ctx.runtime_env().object_store(parsed.object_store()).map_err(|e| Error::input(e.to_string()))?;
-        Ok((store, parsed.prefix().clone()))
-    };
-    let (from_store, from_path) = locate(from)?;
+    let bytes = super::read_object(ctx, from).await?;
     if let Some(parent) = local_path(to).and_then(|p| std::path::absolute(p).ok()).and_then(|p| p.parent().map(|p| p.to_path_buf())) {
         std::fs::create_dir_all(&parent).map_err(|e| Error::input(format!("cannot create folder '{}': {e}", parent.display())))?;
     }
-    let (to_store, to_path) = locate(to)?;
-    let bytes = from_store
-        .get(&from_path)
-        .await
-        .map_err(|e| Error::runtime(format!("cannot read '{from}': {e}")))?
-        .bytes()
-        .await
-        .map_err(|e| Error::runtime(format!("cannot read '{from}': {e}")))?;
+    let (to_store, to_path) = super::locate(ctx, to)?;
     to_store.put(&to_path, bytes.into()).await.map_err(|e| Error::input(format!("cannot write '{to}': {e}")))?;
     Ok(())
 }
