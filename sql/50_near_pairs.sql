@@ -3,7 +3,8 @@
 -- Each fingerprint has one key per band; fingerprints within distance k share
 -- at least one (band, key), so the equi-join misses no pair. Candidates are
 -- checked with the exact distance, and a pair is kept only from the first
--- band it shares, so it appears once.
+-- band it shares, so it appears once. These are the candidate pairs; when
+-- verification is on, 55_verified_pairs.sql checks them on their term sets.
 COPY (
   WITH fps AS (
     SELECT DISTINCT simhash FROM fingerprints WHERE simhash IS NOT NULL
@@ -14,7 +15,8 @@ COPY (
   )
   SELECT a.simhash AS simhash_a,
          b.simhash AS simhash_b,
-         hamming(a.simhash, b.simhash) AS hamming
+         hamming(a.simhash, b.simhash) AS hamming,
+         CAST(NULL AS DOUBLE) AS similarity
   FROM keyed a
   JOIN keyed b ON a.band = b.band AND a.key = b.key
   WHERE a.simhash < b.simhash

@@ -1,16 +1,17 @@
--- Stage 5: clusters. `components` maps every fingerprint that has a near
--- pair to its component (labelled by the component's smallest fingerprint,
+-- Stage 5: clusters, over `eligible` (the fingerprints, less the copies
+-- that failed verification, see 56_unconfirmed_copies.sql). `components`
+-- maps every fingerprint that has a near pair to its component (labelled by the component's smallest fingerprint,
 -- computed by union-find over near_pairs). Documents sharing a fingerprint
 -- are in one cluster too. Every cluster of two or more documents is listed;
 -- its representative is the first document by the keep rule:
 --   ORDER BY {{keep_order}}
 COPY (
   WITH groups AS (
-    SELECT simhash, count(*) AS n FROM fingerprints WHERE simhash IS NOT NULL GROUP BY simhash
+    SELECT simhash, count(*) AS n FROM eligible WHERE simhash IS NOT NULL GROUP BY simhash
   ),
   members AS (
     SELECT f.*, COALESCE(c.cluster_id, f.simhash) AS cluster_id
-    FROM fingerprints f
+    FROM eligible f
     JOIN groups g ON f.simhash = g.simhash
     LEFT JOIN components c ON f.simhash = c.simhash
     WHERE g.n > 1 OR c.cluster_id IS NOT NULL

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
-use crate::job::{Columns, FingerprintOptions, JobSpec, JoinOptions, PairsSpec};
+use crate::job::{Candidates, Columns, FingerprintOptions, JobSpec, JoinOptions, PairsSpec};
+use crate::sets::{MinHashPlan, Verify};
 use crate::session::EngineOptions;
 use crate::storage::InputSpec;
 use crate::weight::{IdfFormula, Weighting};
@@ -148,14 +149,38 @@ pub struct JoinArgs {
     /// Blocks the 64 bits are cut into for the banded join (more than K) [default: chosen from the corpus size].
     #[arg(long, value_name = "M", help_heading = "Join")]
     pub band_blocks: Option<u32>,
+    /// Where candidate pairs come from: fingerprints within K (the SimHash banded join),
+    /// term sets sharing a MinHash LSH band, or both.
+    #[arg(long, value_enum, default_value = "simhash+minhash", help_heading = "Join")]
+    pub candidates: Candidates,
+    /// MinHash bands × rows, when candidates include MinHash.
+    #[arg(long, default_value = "42x3", value_name = "BxR", value_parser = parse_minhash, help_heading = "Join")]
+    pub minhash: MinHashPlan,
+    /// Check candidates on their term sets: jaccard:T, overlap:T, or none (SimHash candidates only).
+    #[arg(long, default_value = "jaccard:0.4", value_name = "CHECK", value_parser = parse_verify, help_heading = "Join")]
+    pub verify: Verify,
     /// Representative of each cluster: smallest-id, longest, earliest:COLUMN or latest:COLUMN.
     #[arg(long, default_value = "smallest-id", value_name = "RULE", help_heading = "Join")]
     pub keep: String,
 }
 
+fn parse_minhash(s: &str) -> std::result::Result<MinHashPlan, String> {
+    s.parse()
+}
+
+fn parse_verify(s: &str) -> std::result::Result<Verify, String> {
+    s.parse()
+}
+
 impl JoinArgs {
     fn options(&self) -> JoinOptions {
-        JoinOptions { max_hamming: self.max_hamming, blocks: self.band_blocks }
+        JoinOptions {
+            max_hamming: self.max_hamming,
+            blocks: self.band_blocks,
+            candidates: self.candidates,
+            minhash: self.minhash,
+            verify: self.verify,
+        }
     }
 }
 
@@ -209,6 +234,9 @@ pub struct DedupArgs {
     /// Save this corpus's document frequencies as an IDF model (Parquet: hash, term, df).
     #[arg(long, value_name = "FILE", help_heading = "Fingerprints")]
     pub save_idf_model: Option<String>,
+    /// Only the K heaviest terms of each document vote in its SimHash [default: all terms].
+    #[arg(long, value_name = "K", help_heading = "Fingerprints")]
+    pub top_k: Option<u32>,
     #[command(flatten)]
     pub join: JoinArgs,
     /// Also write the surviving input rows (all columns) under survivors/SOURCE/.
@@ -241,6 +269,7 @@ impl DedupArgs {
                 signal_words: self.signal_words.clone(),
                 idf_model: self.idf_model.clone(),
                 save_idf_model: self.save_idf_model.clone(),
+                top_k: self.top_k,
             },
             join: self.join.options(),
             keep: self.join.keep.clone(),

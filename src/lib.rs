@@ -8,6 +8,7 @@
 //! - [`weight`]: IDF formulas and weighting schemes;
 //! - [`fingerprint`]: the stable feature hash and 64-bit SimHash;
 //! - [`join`]: band plans of the exact banded self-join;
+//! - [`sets`]: term-set similarity (verification) and MinHash LSH;
 //! - [`cluster`]: connected components over near pairs.
 //!
 //! [`session`] builds the one DataFusion session every run uses (embedded, or
@@ -24,6 +25,7 @@ pub mod job;
 pub mod logging;
 pub mod join;
 pub mod session;
+pub mod sets;
 pub mod shell;
 pub mod storage;
 pub mod text;

@@ -10,8 +10,10 @@ import pyarrow.parquet as pq
 out = Path(sys.argv[1])
 assert (out / "_SUCCESS").exists(), "no _SUCCESS marker"
 expected = {
-    "fingerprints": {"source": pa.string(), "id": pa.string(), "simhash": pa.uint64(), "n_terms": pa.int64()},
-    "pairs": {"source_a": pa.string(), "id_a": pa.string(), "source_b": pa.string(), "id_b": pa.string(), "hamming": pa.int32()},
+    "fingerprints": {"source": pa.string(), "id": pa.string(), "simhash": pa.uint64(), "n_terms": pa.int64(),
+                     "term_set": pa.list_(pa.uint64())},
+    "pairs": {"source_a": pa.string(), "id_a": pa.string(), "source_b": pa.string(), "id_b": pa.string(), "hamming": pa.int32(),
+              "similarity": pa.float64()},
     "clusters": {"source": pa.string(), "id": pa.string(), "cluster_id": pa.uint64(), "is_representative": pa.bool_()},
 }
 counts = {}

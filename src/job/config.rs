@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::join::MAX_HAMMING;
 use crate::session::EngineOptions;
+use crate::sets::{MinHashPlan, Verify};
 use crate::storage::InputSpec;
 use crate::text::{Analyzer, AnalyzerOptions, Mode};
 use crate::weight::{IdfFormula, Weighting};
@@ -21,6 +22,10 @@ fn default_id() -> String {
 }
 fn default_text() -> String {
     "text".into()
+}
+/// The default check of candidate pairs (chosen in docs/quality.md).
+pub fn default_verify() -> Verify {
+    Verify::Jaccard(0.4)
 }
 fn default_tokenizer() -> String {
     "precise".into()
@@ -67,6 +72,9 @@ pub struct FingerprintOptions {
     pub idf_model: Option<String>,
     /// Save the corpus document frequencies as an IDF model here.
     pub save_idf_model: Option<String>,
+    /// Let only the K heaviest terms of each document vote in its SimHash
+    /// (all terms when absent).
+    pub top_k: Option<u32>,
 }
 
 impl Default for FingerprintOptions {
@@ -80,6 +88,7 @@ impl Default for FingerprintOptions {
             signal_words: None,
             idf_model: None,
             save_idf_model: None,
+            top_k: None,
         }
     }
 }
@@ -108,11 +117,52 @@ pub struct JoinOptions {
     /// Blocks the 64 bits are cut into for the banded join (more than
     /// max_hamming); chosen from the corpus size when absent.
     pub blocks: Option<u32>,
+    /// Where candidate pairs come from.
+    #[serde(default)]
+    pub candidates: Candidates,
+    /// MinHash bands × rows, when candidates include MinHash.
+    #[serde(default)]
+    pub minhash: MinHashPlan,
+    /// How candidates are checked on their term sets: `none`,
+    /// `jaccard:T` or `overlap:T` (MinHash candidates need a check).
+    #[serde(default = "default_verify")]
+    pub verify: Verify,
+}
+
+/// Where candidate pairs come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+pub enum Candidates {
+    /// Fingerprints within Hamming distance k (the banded self-join).
+    #[serde(rename = "simhash")]
+    Simhash,
+    /// Term sets sharing a MinHash LSH band.
+    #[serde(rename = "minhash")]
+    Minhash,
+    /// Both: fingerprints within k, and term sets sharing a MinHash band.
+    #[default]
+    #[serde(rename = "simhash+minhash")]
+    #[value(name = "simhash+minhash")]
+    Both,
+}
+
+impl Candidates {
+    pub fn simhash(self) -> bool {
+        matches!(self, Candidates::Simhash | Candidates::Both)
+    }
+    pub fn minhash(self) -> bool {
+        matches!(self, Candidates::Minhash | Candidates::Both)
+    }
 }
 
 impl Default for JoinOptions {
     fn default() -> Self {
-        JoinOptions { max_hamming: default_max_hamming(), blocks: None }
+        JoinOptions {
+            max_hamming: default_max_hamming(),
+            blocks: None,
+            candidates: Candidates::default(),
+            minhash: MinHashPlan::default(),
+            verify: default_verify(),
+        }
     }
 }
 
@@ -126,6 +176,12 @@ impl JoinOptions {
         }
         if let Some(m) = self.blocks {
             crate::join::BandPlan::new(self.max_hamming, m).map_err(Error::Input)?;
+        }
+        if self.candidates.minhash() && self.verify == Verify::None {
+            return Err(Error::input(
+                "MinHash candidates must be checked on their term sets: give --verify jaccard:T or overlap:T \
+                 (the default is jaccard:0.4), or use --candidates simhash",
+            ));
         }
         Ok(())
     }
@@ -253,6 +309,9 @@ impl JobSpec {
     pub fn validate(&self) -> Result<KeepRule> {
         crate::storage::check_input_names(&self.inputs)?;
         self.fingerprint.mode()?;
+        if self.fingerprint.top_k == Some(0) {
+            return Err(Error::input("top_k = 0 would leave every fingerprint empty: give a positive K, or none for all terms"));
+        }
         self.join.validate()?;
         let keep = KeepRule::parse(&self.keep)?;
         // Building the analyzer reads the dictionary and word lists: a bad

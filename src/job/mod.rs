@@ -6,6 +6,6 @@ mod runner;
 pub mod sql;
 mod summary;
 
-pub use config::{Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule};
+pub use config::{Candidates, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule};
 pub use runner::{run_dedup, run_pairs, PairsSpec, RunOptions};
 pub use summary::{FingerprintSettings, Summary};

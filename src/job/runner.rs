@@ -17,13 +17,14 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Typ
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::SessionContext;
 
-use super::config::{JobSpec, JoinOptions, KeepRule};
+use super::config::{Candidates, JobSpec, JoinOptions, KeepRule};
 use super::sql::{self, render};
 use super::summary::{BandPlanSummary, FingerprintSettings, IdfSummary, InputSummary, Summary};
 use crate::cluster::components;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
 use crate::session::{context, EngineOptions};
+use crate::sets::Verify;
 use crate::storage::{copy_file, ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
 
 /// The Parquet key-value metadata key of neardup's tables, added to each
@@ -332,6 +333,13 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
     let weight = format!("term_weight(t, {weight}, {}, {})", literal(&fp.weighting.to_string()), literal(fp.idf.as_str()));
 
     // Stage 3: weights and fingerprints.
+    let voting = match fp.top_k {
+        None => "weighted".to_string(),
+        Some(k) => format!(
+            "(SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY source, id ORDER BY weight DESC, hash) AS term_rank \
+             FROM weighted) WHERE term_rank <= {k}) AS top_terms"
+        ),
+    };
     let fp_path = out.staged("fingerprints/part-00000.parquet");
     let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf_summary.as_ref().map(|i| i.n_docs) };
     collect(
@@ -341,6 +349,7 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
             &[
                 ("weight", &weight),
                 ("df_join", &df_join),
+                ("voting", &voting),
                 ("keep_key", &keep_key.replace("keep_key", "d.keep_key")),
                 ("path", &literal(&fp_path)),
             ],
@@ -459,18 +468,54 @@ async fn join_stages(
 ) -> Result<Summary> {
     let k = join.max_hamming;
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
-    let plan = match join.blocks {
-        Some(m) => BandPlan::new(k, m),
-        None => BandPlan::auto(k, distinct),
-    }
-    .map_err(Error::Input)?;
+    let verify = join.verify;
 
-    let near_path = out.staged("_work/near_pairs.parquet");
-    collect(
-        ctx,
-        &render(sql::NEAR_PAIRS, &[("path", &literal(&near_path)), ("k", &k.to_string()), ("m", &plan.m.to_string())]),
-    )
-    .await?;
+    // Candidate pairs of distinct fingerprints: the banded join, MinHash
+    // bands, or both (one file each in _work/candidates/).
+    let mut plan = None;
+    let mut sources = Vec::new();
+    if join.candidates.simhash() {
+        let p = match join.blocks {
+            Some(m) => BandPlan::new(k, m),
+            None => BandPlan::auto(k, distinct),
+        }
+        .map_err(Error::Input)?;
+        let path = out.staged("_work/candidates/simhash.parquet");
+        collect(ctx, &render(sql::NEAR_PAIRS, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
+        sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
+        plan = Some(p);
+    }
+    if join.candidates.minhash() {
+        let mh = join.minhash;
+        let path = out.staged("_work/candidates/minhash.parquet");
+        let values = [("path", literal(&path)), ("bands", mh.bands.to_string()), ("rows", mh.rows.to_string())];
+        let values: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        collect(ctx, &render(sql::MINHASH_CANDIDATES, &values)).await?;
+        sources.push(format!("MinHash {mh}"));
+    }
+    let candidates_path = out.staged("_work/candidates/");
+    register_parquet(ctx, "candidates", &candidates_path).await?;
+    let candidate_count = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
+    let candidates_name = match join.candidates {
+        Candidates::Simhash => "simhash".to_string(),
+        Candidates::Minhash => format!("minhash:{}", join.minhash),
+        Candidates::Both => format!("simhash+minhash:{}", join.minhash),
+    };
+    progress.done("join", format!("{candidate_count} candidate pairs among {distinct} distinct fingerprints ({})", sources.join("; ")));
+
+    // Verification on term sets, when asked for.
+    let near_path = match verify.measure() {
+        None => candidates_path,
+        Some((measure, threshold)) => {
+            let near_path = out.staged("_work/near_pairs.parquet");
+            let statement = render(
+                sql::VERIFIED_PAIRS,
+                &[("path", &literal(&near_path)), ("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))],
+            );
+            collect(ctx, &statement).await?;
+            near_path
+        }
+    };
     register_parquet(ctx, "near_pairs", &near_path).await?;
     let edges = collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await?;
     let mut edge_list = Vec::new();
@@ -479,7 +524,35 @@ async fn join_stages(
         edge_list.extend(a.values().iter().copied().zip(c.values().iter().copied()));
     }
     let near_count = edge_list.len() as u64;
-    progress.done("join", format!("{near_count} near pairs among {distinct} distinct fingerprints (k = {k}, m = {}, {} bands)", plan.m, plan.bands()));
+    // The documents that take part in clusters: all, or with verification
+    // all but copies whose term set fails the check against their
+    // fingerprint group's first document (sql/56_unconfirmed_copies.sql).
+    let mut unconfirmed = 0;
+    match verify.measure() {
+        None => {
+            collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
+        }
+        Some((measure, threshold)) => {
+            let path = out.staged("_work/unconfirmed.parquet");
+            let statement = render(
+                sql::UNCONFIRMED_COPIES,
+                &[("path", &literal(&path)), ("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))],
+            );
+            collect(ctx, &statement).await?;
+            register_parquet(ctx, "unconfirmed", &path).await?;
+            unconfirmed = scalar_u64(ctx, "SELECT count(*) FROM unconfirmed").await?;
+            collect(
+                ctx,
+                "CREATE VIEW eligible AS SELECT * FROM fingerprints f \
+                 WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
+            )
+            .await?;
+            progress.done(
+                "verify",
+                format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} identical-fingerprint copies rejected ({verify})"),
+            );
+        }
+    }
 
     let labels = components(edge_list);
     out.put("_work/components.parquet", components_parquet(&labels)?).await?;
@@ -509,7 +582,11 @@ async fn join_stages(
         documents_in_clusters: in_clusters,
         duplicates: in_clusters - clusters,
         max_hamming: k,
-        band_plan: Some(BandPlanSummary::of(&plan, join.blocks.is_none())),
+        band_plan: plan.as_ref().map(|plan| BandPlanSummary::of(plan, join.blocks.is_none())),
+        candidates: candidates_name,
+        candidate_pairs: candidate_count,
+        verify: verify.to_string(),
+        unconfirmed_copies: unconfirmed,
         keep: keep.to_string(),
         ..Summary::default()
     })
@@ -549,11 +626,22 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
             format!(", {} AS keep_key", ident(c))
         }
     };
+    let term_set = match schema.field_with_name("term_set") {
+        Ok(_) => ", term_set",
+        Err(_) if spec.join.verify != Verify::None => {
+            return Err(Error::input(format!(
+                "'{}' has no term_set column, which --verify and --candidates minhash compare: \
+                 recompute the fingerprints with this version of neardup dedup",
+                input.url
+            )))
+        }
+        Err(_) => "",
+    };
     collect(
         &ctx,
         &format!(
             "CREATE VIEW fingerprints AS SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
-             CAST(simhash AS BIGINT UNSIGNED) AS simhash{extra} FROM fingerprints_input"
+             CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{extra} FROM fingerprints_input"
         ),
     )
     .await?;

@@ -23,6 +23,13 @@ pub struct FingerprintSettings {
     pub stopwords: String,
     pub signal_words: String,
     pub user_dict: String,
+    /// Terms voting per document: `all`, or the K heaviest.
+    #[serde(default = "all_terms")]
+    pub top_k: String,
+}
+
+fn all_terms() -> String {
+    "all".into()
 }
 
 /// Identify a word-list file by its content, so the same list on two
@@ -51,12 +58,19 @@ impl FingerprintSettings {
                 None => "none".into(),
                 some => file_identity(some),
             },
+            top_k: options.top_k.map_or_else(all_terms, |k| k.to_string()),
         }
     }
 
     /// The settings that determine an IDF model's terms (not its use).
     pub fn for_idf_model(&self) -> FingerprintSettings {
-        FingerprintSettings { weighting: "-".into(), idf: "-".into(), signal_words: "-".into(), ..self.clone() }
+        FingerprintSettings {
+            weighting: "-".into(),
+            idf: "-".into(),
+            signal_words: "-".into(),
+            top_k: "-".into(),
+            ..self.clone()
+        }
     }
 }
 
@@ -79,7 +93,7 @@ pub struct Summary {
     pub documents: u64,
     pub documents_without_terms: u64,
     pub distinct_fingerprints: u64,
-    /// Pairs of distinct fingerprints within max_hamming (from the banded join).
+    /// Near pairs of distinct fingerprints: candidates that passed verification.
     pub near_fingerprint_pairs: u64,
     /// Rows of pairs/.
     pub pairs: u64,
@@ -90,6 +104,19 @@ pub struct Summary {
     pub settings: Option<FingerprintSettings>,
     pub max_hamming: u32,
     pub band_plan: Option<BandPlanSummary>,
+    /// `simhash` (banded join within max_hamming) or `minhash:BxR`.
+    #[serde(default)]
+    pub candidates: String,
+    /// Candidate pairs before verification.
+    #[serde(default)]
+    pub candidate_pairs: u64,
+    /// `none`, `jaccard:T` or `overlap:T`.
+    #[serde(default)]
+    pub verify: String,
+    /// Documents with another's fingerprint whose term set failed the
+    /// check against their group's first document (left unclustered).
+    #[serde(default)]
+    pub unconfirmed_copies: u64,
     pub keep: String,
     pub idf: Option<IdfSummary>,
     pub timings_ms: BTreeMap<String, u64>,

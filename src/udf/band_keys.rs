@@ -13,7 +13,7 @@ use super::args::{doc, finish, scalar_u32, to_arrays};
 use super::numeric::coerce_numeric;
 use crate::join::BandPlan;
 
-fn key_fields() -> Fields {
+pub(crate) fn key_fields() -> Fields {
     Fields::from(vec![Field::new("band", DataType::UInt32, false), Field::new("key", DataType::UInt64, false)])
 }
 

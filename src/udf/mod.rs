@@ -18,10 +18,13 @@ mod first_common_band;
 mod hamming;
 mod hash64;
 mod idf;
+mod minhash_keys;
 mod numeric;
 mod simhash;
 mod simhash_agg;
+mod set_similarity;
 mod simhash_similarity;
+mod term_set;
 mod term_stats;
 mod term_weight;
 mod tokenize;
@@ -43,6 +46,9 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(simhash_similarity::SimhashSimilarity::default())),
         Arc::new(ScalarUDF::from(band_keys::BandKeys::default())),
         Arc::new(ScalarUDF::from(first_common_band::FirstCommonBand::default())),
+        Arc::new(ScalarUDF::from(term_set::TermSet::default())),
+        Arc::new(ScalarUDF::from(set_similarity::SetSimilarity::default())),
+        Arc::new(ScalarUDF::from(minhash_keys::MinhashKeys::default())),
     ]
 }
 
@@ -120,7 +126,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 11);
+        assert_eq!(names.len(), 14);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());

@@ -1,0 +1,56 @@
+"""Print the tables of docs/quality.md from run.py's results.json.
+
+    python bench/quality/summarize.py target/quality-results/results.json
+"""
+import json
+import sys
+
+DEFAULT = "simhash k=3 + minhash 42x3 + jaccard:0.4 (default)"
+MAIN = [("none", "simhash k=3"), ("tf", "simhash k=3"), ("tfidf", "simhash k=3"), ("improved", "simhash k=3"),
+        ("tf", "simhash k=6"), ("improved", "simhash k=6"), ("tf", "simhash k=10"), ("improved", "simhash k=10"),
+        ("tf", "simhash k=10 + jaccard:0.4"), ("improved", "simhash k=10 + jaccard:0.4"),
+        ("improved", "simhash k=12 + jaccard:0.4"),
+        ("improved", "minhash 42x3 + jaccard:0.4"), ("improved", "minhash 32x4 + jaccard:0.5"),
+        ("improved", "minhash 42x3 + overlap:0.8"), ("improved full", "minhash 42x3 + jaccard:0.4"),
+        ("improved char-3", "minhash 42x3 + jaccard:0.4"),
+        ("improved", "simhash k=3 + minhash 42x3 + jaccard:0.5"), ("improved", "simhash k=3 + minhash 42x3 + overlap:0.8"),
+        ("improved", "simhash k=3 + minhash 32x4 + jaccard:0.4"),
+        ("tf", DEFAULT), ("improved full", DEFAULT), ("improved char-3", DEFAULT), ("improved", DEFAULT)]
+SIMHASH = ["none", "tf", "tfidf", "improved:pos", "improved:length", "improved:signal", "improved:title", "improved",
+           "improved full", "improved search", "improved char-2", "improved char-3", "improved top-16", "improved top-64"]
+SLICES = ["long_zh", "short_zh", "en"]
+
+
+def main():
+    results = json.load(open(sys.argv[1]))
+    index = {(r["slice"], r["fingerprints"], r["join"]): r for r in results}
+    prf = lambda p: f"{p['precision']:.3f} / {p['recall']:.3f} / {p['f1']:.3f}"
+    print("| fingerprints | candidates and check | long_zh P / R / F1 | short_zh P / R / F1 | en P / R / F1 |")
+    print("|---|---|---|---|---|")
+    for fp, join in MAIN:
+        cells = [prf(index[(s, fp, join)]["pairs"]) if (s, fp, join) in index else "–" for s in SLICES]
+        bold = "**" if (fp, join) == ("improved", DEFAULT) else ""
+        print(f"| {bold}{fp}{bold} | {bold}{join}{bold} | " + " | ".join(cells) + " |")
+    print()
+    ks = [("long_zh", [3, 6, 10]), ("en", [3, 6, 10]), ("short_zh", [3, 10])]
+    print("| fingerprints (SimHash only) | " + " | ".join(f"{s} k={k}" for s, kk in ks for k in kk) + " |")
+    print("|---|" + "---|" * sum(len(kk) for _, kk in ks))
+    for fp in SIMHASH:
+        cells = []
+        for s, kk in ks:
+            for k in kk:
+                r = index.get((s, fp, f"simhash k={k}"))
+                cells.append(f"{r['pairs']['precision']:.3f} / {r['pairs']['recall']:.3f}" if r else "–")
+        print(f"| {fp} | " + " | ".join(cells) + " |")
+    print()
+    print("| slice | pairs P / R / F1 | clusters P / R / F1 | ARI | recall per edit (found / truth) |")
+    print("|---|---|---|---|---|")
+    for s in SLICES:
+        r = index.get((s, "improved", DEFAULT))
+        if r:
+            edits = ", ".join(f"{e['slice']} {e['found']}/{e['pairs']}" for e in r["slices"])
+            print(f"| {s} | {prf(r['pairs'])} | {prf(r['clusters'])} | {r['ari']:.3f} | {edits} |")
+
+
+if __name__ == "__main__":
+    main()

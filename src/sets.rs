@@ -1,0 +1,267 @@
+//! Term sets: exact set similarity for verifying candidate pairs, and
+//! MinHash with LSH banding as a second way to find candidates.
+//!
+//! A document's term set is the sorted, distinct 64-bit hashes of its kept
+//! terms (the same hashes SimHash votes with). Two measures compare sets:
+//! Jaccard |A ∩ B| / |A ∪ B|, and the overlap coefficient
+//! |A ∩ B| / min(|A|, |B|), which stays high when one document contains
+//! the other (truncation, a prepended comment, a wrapped template).
+
+use std::fmt;
+use std::str::FromStr;
+
+/// How candidate pairs are checked on their term sets.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Verify {
+    /// Keep every candidate (SimHash distance alone decides).
+    #[default]
+    None,
+    /// Keep pairs whose Jaccard similarity is at least the threshold.
+    Jaccard(f64),
+    /// Keep pairs whose overlap coefficient is at least the threshold.
+    Overlap(f64),
+}
+
+impl Verify {
+    /// The measure's SQL name and threshold, or `None` when not verifying.
+    pub fn measure(&self) -> Option<(&'static str, f64)> {
+        match *self {
+            Verify::None => None,
+            Verify::Jaccard(t) => Some(("jaccard", t)),
+            Verify::Overlap(t) => Some(("overlap", t)),
+        }
+    }
+}
+
+impl Eq for Verify {}
+
+impl FromStr for Verify {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Verify, String> {
+        let usage = "use none, jaccard:T or overlap:T with 0 < T <= 1 (e.g. jaccard:0.5)";
+        if s == "none" {
+            return Ok(Verify::None);
+        }
+        let (name, threshold) = s.split_once(':').ok_or_else(|| format!("unknown verification '{s}': {usage}"))?;
+        let t: f64 = threshold.parse().map_err(|_| format!("verification threshold '{threshold}' is not a number: {usage}"))?;
+        if !(t > 0.0 && t <= 1.0) {
+            return Err(format!("verification threshold {t} is out of range: {usage}"));
+        }
+        match name {
+            "jaccard" => Ok(Verify::Jaccard(t)),
+            "overlap" => Ok(Verify::Overlap(t)),
+            _ => Err(format!("unknown verification measure '{name}': {usage}")),
+        }
+    }
+}
+
+impl fmt::Display for Verify {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.measure() {
+            None => f.write_str("none"),
+            Some((name, t)) => write!(f, "{name}:{t}"),
+        }
+    }
+}
+
+impl serde::Serialize for Verify {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Verify {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Verify, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Size of the intersection of two sorted, distinct slices.
+pub fn intersection(a: &[u64], b: &[u64]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                n += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Jaccard similarity of two sorted, distinct sets (0 when both are empty).
+pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    let common = intersection(a, b);
+    let union = a.len() + b.len() - common;
+    if union == 0 { 0.0 } else { common as f64 / union as f64 }
+}
+
+/// Overlap coefficient of two sorted, distinct sets (0 when either is empty).
+pub fn overlap(a: &[u64], b: &[u64]) -> f64 {
+    let smaller = a.len().min(b.len());
+    if smaller == 0 { 0.0 } else { intersection(a, b) as f64 / smaller as f64 }
+}
+
+/// Largest number of MinHash functions (bands × rows).
+pub const MAX_PERMUTATIONS: u32 = 1024;
+
+/// MinHash with LSH banding: `bands × rows` hash functions; two sets become
+/// candidates when all `rows` minima of some band agree. A pair with Jaccard
+/// similarity s is a candidate with probability 1 − (1 − s^rows)^bands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MinHashPlan {
+    pub bands: u32,
+    pub rows: u32,
+}
+
+impl Default for MinHashPlan {
+    fn default() -> Self {
+        MinHashPlan { bands: 42, rows: 3 }
+    }
+}
+
+/// A strong 64-bit mixer (splitmix64's finaliser): each MinHash function is
+/// this mixer applied to the term hash XOR the function's seed.
+#[inline]
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl MinHashPlan {
+    pub fn new(bands: u32, rows: u32) -> Result<MinHashPlan, String> {
+        if bands == 0 || rows == 0 || bands.saturating_mul(rows) > MAX_PERMUTATIONS {
+            return Err(format!(
+                "MinHash plan {bands}x{rows} is invalid: bands and rows must be positive with bands × rows <= {MAX_PERMUTATIONS}"
+            ));
+        }
+        Ok(MinHashPlan { bands, rows })
+    }
+
+    /// Probability that a pair with Jaccard similarity `s` becomes a candidate.
+    pub fn candidate_probability(&self, s: f64) -> f64 {
+        1.0 - (1.0 - s.powi(self.rows as i32)).powi(self.bands as i32)
+    }
+
+    /// The MinHash signature of a set: one minimum per hash function.
+    pub fn signature(&self, set: &[u64]) -> Vec<u64> {
+        let n = (self.bands * self.rows) as usize;
+        let seeds: Vec<u64> = (0..n as u64).map(|i| mix(i.wrapping_add(0x6d69_6e68_6173_6831))).collect();
+        let mut minima = vec![u64::MAX; n];
+        for &term in set {
+            for (m, seed) in minima.iter_mut().zip(&seeds) {
+                let h = mix(term ^ seed);
+                if h < *m {
+                    *m = h;
+                }
+            }
+        }
+        minima
+    }
+
+    /// `(band, key)` of a non-empty set in every band: the key hashes the
+    /// band's `rows` minima.
+    pub fn keys(&self, set: &[u64]) -> Vec<(u32, u64)> {
+        let signature = self.signature(set);
+        signature
+            .chunks(self.rows as usize)
+            .enumerate()
+            .map(|(band, minima)| (band as u32, minima.iter().fold(band as u64, |acc, &m| mix(acc ^ m).wrapping_add(m))))
+            .collect()
+    }
+}
+
+impl FromStr for MinHashPlan {
+    type Err = String;
+    fn from_str(s: &str) -> Result<MinHashPlan, String> {
+        let (b, r) = s.split_once('x').ok_or_else(|| format!("MinHash plan '{s}' must be BANDSxROWS, e.g. 32x4"))?;
+        let parse = |v: &str| v.parse::<u32>().map_err(|_| format!("MinHash plan '{s}' must be BANDSxROWS, e.g. 32x4"));
+        MinHashPlan::new(parse(b)?, parse(r)?)
+    }
+}
+
+impl fmt::Display for MinHashPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}", self.bands, self.rows)
+    }
+}
+
+impl serde::Serialize for MinHashPlan {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MinHashPlan {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<MinHashPlan, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measures_on_hand_made_sets() {
+        let a = [1, 2, 3, 4];
+        let b = [3, 4, 5, 6, 7, 8];
+        assert_eq!(intersection(&a, &b), 2);
+        assert_eq!(jaccard(&a, &b), 2.0 / 8.0);
+        assert_eq!(overlap(&a, &b), 0.5);
+        assert_eq!(overlap(&[3, 4], &b), 1.0);
+        assert_eq!(jaccard(&[], &[]), 0.0);
+        assert_eq!(overlap(&[], &b), 0.0);
+        assert_eq!(jaccard(&a, &a), 1.0);
+    }
+
+    #[test]
+    fn verification_parses_and_prints() {
+        assert_eq!("jaccard:0.5".parse::<Verify>(), Ok(Verify::Jaccard(0.5)));
+        assert_eq!("overlap:0.8".parse::<Verify>().unwrap().to_string(), "overlap:0.8");
+        assert_eq!("none".parse::<Verify>(), Ok(Verify::None));
+        for bad in ["jaccard", "jaccard:1.5", "jaccard:0", "cosine:0.5", "jaccard:x"] {
+            assert!(bad.parse::<Verify>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn minhash_estimates_jaccard_and_bands_find_similar_sets() {
+        let plan = MinHashPlan::new(32, 4).unwrap();
+        let a: Vec<u64> = (0..400).map(|i| mix(i)).collect();
+        // b shares 300 of a's 400 terms and adds 100: Jaccard 300 / 500 = 0.6.
+        let mut b: Vec<u64> = a[..300].to_vec();
+        b.extend((1000..1100).map(mix));
+        let (mut a, mut b) = (a, b);
+        a.sort_unstable();
+        b.sort_unstable();
+        assert!((jaccard(&a, &b) - 0.6).abs() < 1e-12);
+        let (sa, sb) = (plan.signature(&a), plan.signature(&b));
+        let agree = sa.iter().zip(&sb).filter(|(x, y)| x == y).count() as f64 / sa.len() as f64;
+        assert!((agree - 0.6).abs() < 0.15, "MinHash estimate {agree} for Jaccard 0.6");
+        let (ka, kb) = (plan.keys(&a), plan.keys(&b));
+        assert!(ka.iter().zip(&kb).any(|(x, y)| x == y), "a Jaccard-0.6 pair shares a band");
+        // Unrelated sets share no band.
+        let c: Vec<u64> = (5000..5400).map(mix).collect();
+        assert!(!ka.iter().zip(&plan.keys(&c)).any(|(x, y)| x == y));
+        // The key does not depend on the order of the set's elements.
+        let mut shuffled = a.clone();
+        shuffled.reverse();
+        assert_eq!(plan.keys(&shuffled), ka);
+        assert!((plan.candidate_probability(0.6) - 0.989).abs() < 0.001);
+    }
+
+    #[test]
+    fn minhash_plans_parse_and_are_bounded() {
+        assert_eq!("32x4".parse::<MinHashPlan>(), Ok(MinHashPlan { bands: 32, rows: 4 }));
+        assert_eq!(MinHashPlan::default().to_string(), "42x3");
+        for bad in ["32", "0x4", "64x64", "ax4"] {
+            assert!(bad.parse::<MinHashPlan>().is_err(), "{bad}");
+        }
+    }
+}

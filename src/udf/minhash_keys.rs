@@ -1,0 +1,88 @@
+//! `minhash_keys(set, bands, rows)`: the `(band, key)` rows of MinHash LSH.
+
+use std::sync::{Arc, OnceLock};
+
+use datafusion::arrow::array::{Array, ArrayBuilder, ArrayRef, AsArray, ListArray, StructArray, UInt32Builder, UInt64Builder};
+use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::datatypes::{DataType, Field, UInt64Type};
+use datafusion::common::{plan_err, DataFusionError, Result};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+
+use super::args::{doc, finish, scalar_u32, to_arrays};
+use super::band_keys::key_fields;
+use super::term_set::{as_sets, coerce_set, set_values};
+use crate::sets::MinHashPlan;
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct MinhashKeys {
+    signature: Signature,
+}
+
+impl Default for MinhashKeys {
+    fn default() -> Self {
+        MinhashKeys { signature: Signature::user_defined(Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for MinhashKeys {
+    fn name(&self) -> &str {
+        "minhash_keys"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [set, b, r] if (b.is_integer() || b == &DataType::Null) && (r.is_integer() || r == &DataType::Null) => {
+                Ok(vec![coerce_set(self.name(), "set", set)?, DataType::Int64, DataType::Int64])
+            }
+            _ => plan_err!("minhash_keys takes a term set and two integer constants (bands, rows), got {arg_types:?}"),
+        }
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::List(Arc::new(Field::new("item", DataType::Struct(key_fields()), true))))
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let bands = scalar_u32(&args.args, 1, self.name(), "bands")?;
+        let rows = scalar_u32(&args.args, 2, self.name(), "rows")?;
+        let plan = MinHashPlan::new(bands, rows).map_err(|e| DataFusionError::Execution(format!("minhash_keys: {e}")))?;
+        let (arrays, all_scalar) = to_arrays(&args.args[..1], args.number_rows)?;
+        let sets = as_sets(&arrays[0])?;
+        let values = sets.values().as_primitive::<UInt64Type>().clone();
+        let (mut band, mut key) = (UInt32Builder::new(), UInt64Builder::new());
+        let mut offsets = Vec::with_capacity(sets.len() + 1);
+        offsets.push(0i32);
+        for i in 0..sets.len() {
+            // An empty set has no minima: it gets no keys.
+            if let Some(set) = set_values(&sets, &values, i, self.name())?.filter(|s| !s.is_empty()) {
+                for (b, k) in plan.keys(&set) {
+                    band.append_value(b);
+                    key.append_value(k);
+                }
+            }
+            offsets.push(band.len() as i32);
+        }
+        let items = StructArray::new(key_fields(), vec![Arc::new(band.finish()) as ArrayRef, Arc::new(key.finish())], None);
+        let field = Arc::new(Field::new("item", DataType::Struct(key_fields()), true));
+        let list = ListArray::new(field, OffsetBuffer::new(offsets.into()), Arc::new(items), sets.nulls().cloned());
+        finish(Arc::new(list), all_scalar)
+    }
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: OnceLock<Documentation> = OnceLock::new();
+        Some(DOC.get_or_init(|| {
+            doc(
+                "MinHash LSH keys of a term set: bands × rows MinHash functions, and per band a key \
+                 hashing its rows minima. Sets with Jaccard similarity s share the key of some band \
+                 with probability 1 − (1 − s^rows)^bands, so an equi-join on (band, key) gives the \
+                 candidate pairs.",
+                "minhash_keys(set, bands, rows)",
+                "```sql\n> SELECT count(*) FROM (SELECT unnest(minhash_keys([1, 2, 3], 32, 4)));\n32\n```",
+                &[
+                    ("set", "A term set (see term_set)."),
+                    ("bands", "Number of bands."),
+                    ("rows", "MinHash functions per band (bands × rows at most 1024)."),
+                ],
+            )
+        }))
+    }
+}
