@@ -1,4 +1,5 @@
--- Stage 1: normalise and segment every document exactly once.
+-- Stage 1: normalise and segment every document exactly once ({{boilerplate}}
+-- is NULL, or the boilerplate lines of 15_boilerplate_lines.sql).
 -- term_stats gives, per distinct kept term: term, hash, count, tf and the
 -- factors of the improved weight (cx, len, logo, title). The result goes to
 -- the run's work folder and is read twice below: for the corpus document
@@ -8,6 +9,6 @@ COPY (
   SELECT source,
          id,
          CAST(character_length(text) AS BIGINT) AS n_chars{{keep_key}},
-         term_stats(text, title, {{tokenizer}}, {{analyzer_options}}, {{with_pos}}) AS terms
+         term_stats(text, title, {{tokenizer}}, {{analyzer_options}}, {{with_pos}}, {{boilerplate}}) AS terms
   FROM documents
 ) TO {{path}} STORED AS PARQUET

@@ -1,13 +1,14 @@
--- Stage 4, MinHash instead of SimHash: candidate pairs of distinct
--- fingerprints whose term sets share a MinHash LSH band (bands × rows
--- MinHash functions; a pair with Jaccard similarity s is a candidate with
--- probability 1 − (1 − s^rows)^bands). Each distinct fingerprint is
--- represented by the term set of its first document by (source, id).
+-- Stage 4, MinHash beside (or instead of) SimHash: candidate pairs of
+-- distinct fingerprints whose term sets share a MinHash LSH band (bands ×
+-- rows MinHash functions; a pair with Jaccard similarity s is a candidate
+-- with probability 1 − (1 − s^rows)^bands). Each distinct fingerprint is
+-- represented by the term set of its first eligible document by
+-- (source, id) (see 56_unconfirmed_copies.sql).
 -- Every candidate is then checked by 55_verified_pairs.sql.
 COPY (
   WITH sets AS (
     SELECT simhash, first_value(term_set ORDER BY source, id) AS term_set
-    FROM fingerprints
+    FROM eligible
     WHERE simhash IS NOT NULL
     GROUP BY simhash
   ),

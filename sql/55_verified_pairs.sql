@@ -1,11 +1,11 @@
 -- Stage 4b: candidate pairs checked on their term sets. Each distinct
--- fingerprint is represented by the term set of its first document by
--- (source, id); a pair is kept when set_similarity (Jaccard, or the
+-- fingerprint is represented by the term set of its first eligible
+-- document by (source, id); a pair is kept when set_similarity (Jaccard, or the
 -- overlap coefficient) reaches the threshold.
 COPY (
   WITH sets AS (
     SELECT simhash, first_value(term_set ORDER BY source, id) AS term_set
-    FROM fingerprints
+    FROM eligible
     WHERE simhash IS NOT NULL
     GROUP BY simhash
   ),

@@ -237,6 +237,9 @@ pub struct DedupArgs {
     /// Only the K heaviest terms of each document vote in its SimHash [default: all terms].
     #[arg(long, value_name = "K", help_heading = "Fingerprints")]
     pub top_k: Option<u32>,
+    /// Drop lines that occur in at least N documents (site boilerplate) before segmentation [default: off].
+    #[arg(long, value_name = "N", help_heading = "Fingerprints")]
+    pub boilerplate_lines: Option<u32>,
     #[command(flatten)]
     pub join: JoinArgs,
     /// Also write the surviving input rows (all columns) under survivors/SOURCE/.
@@ -270,6 +273,7 @@ impl DedupArgs {
                 idf_model: self.idf_model.clone(),
                 save_idf_model: self.save_idf_model.clone(),
                 top_k: self.top_k,
+                boilerplate_lines: self.boilerplate_lines,
             },
             join: self.join.options(),
             keep: self.join.keep.clone(),

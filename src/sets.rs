@@ -106,6 +106,31 @@ pub fn overlap(a: &[u64], b: &[u64]) -> f64 {
     if smaller == 0 { 0.0 } else { intersection(a, b) as f64 / smaller as f64 }
 }
 
+/// Split a group of documents that share one fingerprint by their term sets
+/// (given in (source, id) order): each document joins the first subgroup
+/// whose first member it matches (`similar`), or starts a new one. The
+/// largest subgroup (on a tie, the earliest) keeps the fingerprint; the
+/// indices of every other member are returned, in order.
+pub fn split_group(sets: &[&[u64]], similar: impl Fn(&[u64], &[u64]) -> bool) -> Vec<usize> {
+    let mut heads: Vec<usize> = Vec::new();
+    let mut member_of = Vec::with_capacity(sets.len());
+    for (i, set) in sets.iter().enumerate() {
+        match heads.iter().position(|&h| similar(sets[h], set)) {
+            Some(g) => member_of.push(g),
+            None => {
+                member_of.push(heads.len());
+                heads.push(i);
+            }
+        }
+    }
+    let mut sizes = vec![0usize; heads.len()];
+    for &g in &member_of {
+        sizes[g] += 1;
+    }
+    let kept = (0..sizes.len()).max_by_key(|&g| (sizes[g], std::cmp::Reverse(g))).unwrap_or(0);
+    member_of.iter().enumerate().filter(|&(_, &g)| g != kept).map(|(i, _)| i).collect()
+}
+
 /// Largest number of MinHash functions (bands × rows).
 pub const MAX_PERMUTATIONS: u32 = 1024;
 
@@ -218,6 +243,19 @@ mod tests {
         assert_eq!(jaccard(&[], &[]), 0.0);
         assert_eq!(overlap(&[], &b), 0.0);
         assert_eq!(jaccard(&a, &a), 1.0);
+    }
+
+    #[test]
+    fn a_shared_fingerprint_keeps_its_largest_consistent_subgroup() {
+        let similar = |a: &[u64], b: &[u64]| jaccard(a, b) >= 0.5;
+        let (odd, doc, copy) = (&[1u64, 2, 3][..], &[7u64, 8, 9, 10][..], &[7u64, 8, 9, 11][..]);
+        // The first document is the odd one out: the other two keep the fingerprint.
+        assert_eq!(split_group(&[odd, doc, copy], similar), vec![0]);
+        assert_eq!(split_group(&[doc, odd, copy], similar), vec![1]);
+        // All alike: nobody is rejected. A tie keeps the earliest subgroup.
+        assert!(split_group(&[doc, copy, doc], similar).is_empty());
+        assert_eq!(split_group(&[doc, odd], similar), vec![1]);
+        assert!(split_group(&[], similar).is_empty());
     }
 
     #[test]

@@ -397,3 +397,50 @@ fn a_closed_pipe_ends_output_quietly() {
     assert!(output.status.success(), "{:?}", output.status);
     assert_eq!(stderr(&output), "");
 }
+
+/// Candidate sources and checks: boilerplate lines found and dropped on the
+/// sample (its boilerplate copies share site templates); MinHash alone finds
+/// the copies SimHash misses; a MinHash run without a check, and a check on
+/// fingerprints without term sets, are input errors that say what to do.
+#[test]
+fn candidates_checks_and_boilerplate_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = sample("truth.csv");
+    let score = |out: &Path| -> serde_json::Value {
+        serde_json::from_str(&ok(&neardup(&["eval", "--truth", &truth, "--predicted", out.to_str().unwrap(), "--json"]))).unwrap()
+    };
+
+    let boiler = dir.path().join("boiler");
+    ok(&dedup(&boiler, &["--boilerplate-lines", "3"]));
+    let s = summary(&boiler);
+    assert!(s["boilerplate_lines"].as_u64().unwrap() >= 2, "{s}");
+    assert_eq!(s["settings"]["boilerplate"], "lines-in>=3-docs");
+    assert_eq!(score(&boiler)["pairs"]["recall"], 1.0);
+    assert_eq!(score(&boiler)["pairs"]["precision"], 1.0);
+
+    let minhash = dir.path().join("minhash");
+    ok(&dedup(&minhash, &["--candidates", "minhash"]));
+    let s = summary(&minhash);
+    assert_eq!((s["candidates"].as_str(), s["verify"].as_str(), s["band_plan"].is_null()), (Some("minhash:42x3"), Some("jaccard:0.4"), true));
+    let report = score(&minhash);
+    assert_eq!(report["pairs"]["precision"], 1.0);
+    assert!(report["pairs"]["recall"].as_f64().unwrap() >= 0.95, "{report}");
+
+    let bad = dir.path().join("bad");
+    fails_with(&dedup(&bad, &["--candidates", "minhash", "--verify", "none"]), 2, &["must be checked", "--verify"]);
+    fails_with(&dedup(&bad, &["--verify", "cosine:0.5"]), 2, &["unknown verification measure 'cosine'"]);
+    fails_with(&dedup(&bad, &["--boilerplate-lines", "1"]), 2, &["at least 2"]);
+    assert!(!bad.exists());
+
+    // Fingerprints without term sets (made by another tool, or an older neardup).
+    let plain = dir.path().join("plain.parquet");
+    let copy = format!(
+        "COPY (SELECT source, id, simhash FROM '{}') TO '{}' STORED AS PARQUET",
+        boiler.join("fingerprints").join("part-00000.parquet").display(),
+        plain.display()
+    );
+    ok(&neardup(&["sql", "-c", &copy]));
+    let fingerprints = plain.to_str().unwrap();
+    fails_with(&neardup(&["pairs", "-q", "--fingerprints", fingerprints, "-o", bad.to_str().unwrap()]), 2, &["no term_set column"]);
+    ok(&neardup(&["pairs", "-q", "--fingerprints", fingerprints, "-o", bad.to_str().unwrap(), "--candidates", "simhash", "--verify", "none"]));
+}

@@ -57,7 +57,7 @@ fn quick_benchmark_is_deterministic_and_quality_stays_above_its_floor() {
             .unwrap();
             let (p, r) = (report["pairs"]["precision"].as_f64().unwrap(), report["pairs"]["recall"].as_f64().unwrap());
             eprintln!("{slice} {name}: pair precision {p:.4}, recall {r:.4}");
-            assert!(report["truth_pairs"].as_u64().unwrap() > 90, "{slice}: the benchmark lost its pairs");
+            assert!(report["truth_pairs"].as_u64().unwrap() >= 80, "{slice}: the benchmark lost its pairs");
             (p, r)
         };
         let (precision, recall) = score("default", &[]);

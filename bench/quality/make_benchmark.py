@@ -12,7 +12,9 @@ Each slice holds sampled originals plus copies made by the edits a crawler
 meets (ALGORITHM.md section 8): site boilerplate around the text, navigation
 and footer lines, width and punctuation changes, whitespace, a sentence
 deleted, inserted or moved, a passage deleted, numbers and dates edited,
-truncation, reposts with a comment prepended, and a mix of three edits.
+truncation, reposts with a comment prepended, an edited headline (site
+suffix, tag, shortened; on slices with titles), and a mix of three edits
+(which edits the headline half of the time).
 Hard negatives come with it: copies of different articles are wrapped in the
 same few site templates, and originals share categories. Duplicates already
 present among the originals are found by brute force over every pair
@@ -171,12 +173,30 @@ def repost(text, rng, ctx):
     return f"{rng.choice(EN_COMMENTS)} RT @user{rng.randint(1000, 9999)}: {text}"
 
 
+ZH_HEADLINES = [lambda t: t + "_游民星空", lambda t: "【转】" + t, lambda t: t[: max(4, len(t) * 3 // 5)], lambda t: t + "（图）"]
+EN_HEADLINES = [lambda t: t + " | Example News", lambda t: "UPDATED: " + t,
+                lambda t: " ".join(t.split()[: max(3, len(t.split()) * 3 // 5)]), lambda t: t.lower()]
+
+
+def edit_headline(title, rng, ctx):
+    """A reprint's headline: a site suffix or tag added, shortened, or recased."""
+    if not title:
+        return None
+    edited = rng.choice(ZH_HEADLINES if ctx["zh"] else EN_HEADLINES)(title)
+    return edited if edited != title else None
+
+
+def headline(text, rng, ctx):
+    """The text unchanged: this edit changes the headline only (see build_slice)."""
+    return text if ctx.get("title") else None
+
+
 EDITS = [boilerplate, nav_footer, width_punctuation, whitespace, sentence_delete, sentence_insert,
-         sentence_move, passage_delete, number_edit, truncate, repost]
+         sentence_move, passage_delete, number_edit, truncate, repost, headline]
 
 
 def mixed(text, rng, ctx):
-    for edit in rng.sample([e for e in EDITS if e not in (boilerplate, mixed)], 3):
+    for edit in rng.sample([e for e in EDITS if e not in (boilerplate, mixed, headline)], 3):
         text = edit(text, rng, ctx) or text
     return text
 
@@ -203,15 +223,20 @@ def build_slice(name, path, n_originals, seed):
         if rng.random() >= 0.5:
             continue
         for k in range(rng.choice([1, 1, 2])):
+            title = r.get("title") if has_title else None
+            ctx["title"] = title
             for _ in range(5):  # an edit may not apply to this text: try another
                 edit = rng.choice(EDITS)
                 copy = edit(r["text"], rng, ctx)
-                if copy and copy != r["text"]:
+                new_title = title
+                if edit is headline or (edit is mixed and rng.random() < 0.5):
+                    new_title = edit_headline(title, rng, ctx) or title
+                if copy and (copy != r["text"] or new_title != title):
                     break
             else:
                 continue
             copy_id = f"{r['id']}~{edit.__name__}~{k}"
-            docs.append({"id": copy_id, "title": r.get("title") if has_title else None, "text": copy})
+            docs.append({"id": copy_id, "title": new_title, "text": copy})
             truth.append((str(r["id"]), copy_id, edit.__name__))
     # Natural duplicates among the originals, by brute force over every pair.
     sets = [(str(r["id"]), shingles(r["text"])) for r in originals]

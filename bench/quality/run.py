@@ -38,6 +38,8 @@ FINGERPRINTS = {
     "improved char-3": ["--weighting", "improved", "--tokenizer", "char-3"],
     "improved top-16": ["--weighting", "improved", "--top-k", "16"],
     "improved top-64": ["--weighting", "improved", "--top-k", "64"],
+    "improved boilerplate-10": ["--weighting", "improved", "--boilerplate-lines", "10"],
+    "improved char-3 boilerplate-10": ["--weighting", "improved", "--tokenizer", "char-3", "--boilerplate-lines", "10"],
 }
 
 
@@ -45,7 +47,8 @@ def joins(fingerprint, ks):
     """The (name, k or None, pairs flags) settings evaluated on one fingerprint setting."""
     simhash_only = ["--candidates", "simhash", "--verify", "none"]
     out = [(f"simhash k={k}", k, simhash_only + ["-k", str(k)]) for k in ks]
-    if fingerprint in ("improved", "improved full", "improved char-2", "improved char-3", "tf", "tfidf"):
+    if fingerprint in ("improved", "improved full", "improved char-2", "improved char-3", "tf", "tfidf",
+                       "improved boilerplate-10", "improved char-3 boilerplate-10"):
         out += [(f"simhash k={k} + jaccard:0.4", None, ["--candidates", "simhash", "-k", str(k), "--verify", "jaccard:0.4"])
                 for k in (6, 10, 12)]
         out += [

@@ -75,6 +75,9 @@ pub struct FingerprintOptions {
     /// Let only the K heaviest terms of each document vote in its SimHash
     /// (all terms when absent).
     pub top_k: Option<u32>,
+    /// Drop lines found in at least this many documents (boilerplate)
+    /// before segmentation; off when absent.
+    pub boilerplate_lines: Option<u32>,
 }
 
 impl Default for FingerprintOptions {
@@ -89,6 +92,7 @@ impl Default for FingerprintOptions {
             idf_model: None,
             save_idf_model: None,
             top_k: None,
+            boilerplate_lines: None,
         }
     }
 }
@@ -309,6 +313,9 @@ impl JobSpec {
     pub fn validate(&self) -> Result<KeepRule> {
         crate::storage::check_input_names(&self.inputs)?;
         self.fingerprint.mode()?;
+        if self.fingerprint.boilerplate_lines.is_some_and(|n| n < 2) {
+            return Err(Error::input("boilerplate_lines must be at least 2: a line in one document is no boilerplate"));
+        }
         if self.fingerprint.top_k == Some(0) {
             return Err(Error::input("top_k = 0 would leave every fingerprint empty: give a positive K, or none for all terms"));
         }

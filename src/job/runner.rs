@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, UInt64Array};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use datafusion::parquet::arrow::ArrowWriter;
@@ -280,6 +280,22 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
     let settings = FingerprintSettings::of(fp);
     let keep_key = if keep.column().is_some() { ", keep_key" } else { "" };
 
+    // Stage 0 (optional): boilerplate lines.
+    let mut boilerplate_lines = 0;
+    let boilerplate = match fp.boilerplate_lines {
+        None => "NULL".to_string(),
+        Some(n) => {
+            let batches = collect(ctx, &render(sql::BOILERPLATE_LINES, &[("min_docs", &n.to_string())])).await?;
+            let mut hashes = Vec::new();
+            for b in &batches {
+                hashes.extend_from_slice(column_u64(b, 0)?.values());
+            }
+            boilerplate_lines = hashes.len() as u64;
+            progress.done("boilerplate", format!("{boilerplate_lines} lines in at least {n} documents"));
+            literal(&crate::text::format_set(&hashes))
+        }
+    };
+
     // Stage 1: segment once.
     let terms_path = out.staged("_work/terms.parquet");
     collect_with(
@@ -292,6 +308,7 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
                 ("tokenizer", &literal(&fp.tokenizer)),
                 ("analyzer_options", &literal(&fp.analyzer_options().to_options_string())),
                 ("with_pos", if fp.weighting.needs_pos() { "true" } else { "false" }),
+                ("boilerplate", &boilerplate),
                 ("path", &literal(&terms_path)),
             ],
         ),
@@ -386,6 +403,7 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
     summary.output = out.url().to_string();
     summary.settings = Some(settings);
     summary.idf = idf_summary;
+    summary.boilerplate_lines = boilerplate_lines;
     summary.inputs = input_counts(ctx, &spec.inputs).await?;
     summary.documents = summary.inputs.iter().map(|i| i.documents).sum();
     summary.documents_without_terms = summary.inputs.iter().map(|i| i.documents_without_terms).sum();
@@ -439,6 +457,51 @@ async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &Fingerprin
     Ok(n)
 }
 
+/// The documents left out of their fingerprint group by the term-set check,
+/// from rows `(simhash, source, id, term_set)` ordered by simhash, source, id.
+fn unconfirmed_copies(batches: &[RecordBatch], measure: &str, threshold: f64) -> Result<Vec<(String, String)>> {
+    let check = if measure == "overlap" { crate::sets::overlap } else { crate::sets::jaccard };
+    let mut rows: Vec<(u64, String, String, Vec<u64>)> = Vec::new();
+    for b in batches {
+        let simhash = column_u64(b, 0)?;
+        let (source, id) = (cast(b.column(1), &DataType::Utf8)?, cast(b.column(2), &DataType::Utf8)?);
+        let (source, id) = (source.as_string::<i32>(), id.as_string::<i32>());
+        let sets = cast(b.column(3), &DataType::List(Arc::new(Field::new("item", DataType::UInt64, true))))?;
+        let sets = sets.as_list::<i32>();
+        for r in 0..b.num_rows() {
+            let set = sets.value(r);
+            let set = set.as_primitive::<UInt64Type>().values().to_vec();
+            rows.push((simhash.value(r), source.value(r).to_string(), id.value(r).to_string(), set));
+        }
+    }
+    let mut rejected = Vec::new();
+    for group in rows.chunk_by(|a, b| a.0 == b.0) {
+        let sets: Vec<&[u64]> = group.iter().map(|r| r.3.as_slice()).collect();
+        for i in crate::sets::split_group(&sets, |a, b| check(a, b) >= threshold) {
+            rejected.push((group[i].1.clone(), group[i].2.clone()));
+        }
+    }
+    Ok(rejected)
+}
+
+/// `(source, id)` rows as Parquet.
+fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
+    let schema = Arc::new(Schema::new(vec![Field::new("source", DataType::Utf8, false), Field::new("id", DataType::Utf8, false)]));
+    let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())));
+    let ids: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())));
+    write_parquet(schema, vec![sources, ids])
+}
+
+/// One record batch as an in-memory Parquet file.
+fn write_parquet(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<Vec<u8>> {
+    let batch = RecordBatch::try_new(schema.clone(), columns)?;
+    let mut buffer = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut buffer, schema, None)?;
+    writer.write(&batch)?;
+    writer.close()?;
+    Ok(buffer)
+}
+
 /// `(simhash, cluster_id)` for every fingerprint with a near pair, as Parquet.
 fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
     let schema = Arc::new(Schema::new(vec![
@@ -447,12 +510,7 @@ fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
     ]));
     let nodes: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.0)));
     let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.1)));
-    let batch = RecordBatch::try_new(schema.clone(), vec![nodes, ids])?;
-    let mut buffer = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buffer, schema, None)?;
-    writer.write(&batch)?;
-    writer.close()?;
-    Ok(buffer)
+    write_parquet(schema, vec![nodes, ids])
 }
 
 /// The join, components, clusters and pairs over a registered `fingerprints`
@@ -469,6 +527,29 @@ async fn join_stages(
     let k = join.max_hamming;
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
+
+    // The documents that take part: all, or with verification all but the
+    // copies a shared fingerprint's largest consistent subgroup leaves out
+    // (sql/56_unconfirmed_copies.sql).
+    let unconfirmed = match verify.measure() {
+        None => {
+            collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
+            0
+        }
+        Some((measure, threshold)) => {
+            let batches = collect(ctx, sql::UNCONFIRMED_COPIES).await?;
+            let rejected = unconfirmed_copies(&batches, measure, threshold)?;
+            out.put("_work/unconfirmed.parquet", documents_parquet(&rejected)?).await?;
+            register_parquet(ctx, "unconfirmed", &out.staged("_work/unconfirmed.parquet")).await?;
+            collect(
+                ctx,
+                "CREATE VIEW eligible AS SELECT * FROM fingerprints f \
+                 WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
+            )
+            .await?;
+            rejected.len() as u64
+        }
+    };
 
     // Candidate pairs of distinct fingerprints: the banded join, MinHash
     // bands, or both (one file each in _work/candidates/).
@@ -524,34 +605,11 @@ async fn join_stages(
         edge_list.extend(a.values().iter().copied().zip(c.values().iter().copied()));
     }
     let near_count = edge_list.len() as u64;
-    // The documents that take part in clusters: all, or with verification
-    // all but copies whose term set fails the check against their
-    // fingerprint group's first document (sql/56_unconfirmed_copies.sql).
-    let mut unconfirmed = 0;
-    match verify.measure() {
-        None => {
-            collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
-        }
-        Some((measure, threshold)) => {
-            let path = out.staged("_work/unconfirmed.parquet");
-            let statement = render(
-                sql::UNCONFIRMED_COPIES,
-                &[("path", &literal(&path)), ("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))],
-            );
-            collect(ctx, &statement).await?;
-            register_parquet(ctx, "unconfirmed", &path).await?;
-            unconfirmed = scalar_u64(ctx, "SELECT count(*) FROM unconfirmed").await?;
-            collect(
-                ctx,
-                "CREATE VIEW eligible AS SELECT * FROM fingerprints f \
-                 WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
-            )
-            .await?;
-            progress.done(
-                "verify",
-                format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} identical-fingerprint copies rejected ({verify})"),
-            );
-        }
+    if let Some((measure, threshold)) = verify.measure() {
+        progress.done(
+            "verify",
+            format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} identical-fingerprint copies rejected ({measure} >= {threshold})"),
+        );
     }
 
     let labels = components(edge_list);

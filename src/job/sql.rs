@@ -6,6 +6,7 @@
 //! [`crate::storage::literal`]; numbers are formatted by Rust.
 
 pub const DOCUMENTS: &str = include_str!("../../sql/10_documents.sql");
+pub const BOILERPLATE_LINES: &str = include_str!("../../sql/15_boilerplate_lines.sql");
 pub const TERMS: &str = include_str!("../../sql/20_terms.sql");
 pub const CORPUS_SIZE: &str = include_str!("../../sql/30_corpus_size.sql");
 pub const CORPUS_DF: &str = include_str!("../../sql/31_corpus_df.sql");
@@ -21,6 +22,7 @@ pub const SURVIVORS: &str = include_str!("../../sql/80_survivors.sql");
 /// Every pipeline statement, by file name (for tests and `--explain`).
 pub const ALL: &[(&str, &str)] = &[
     ("10_documents.sql", DOCUMENTS),
+    ("15_boilerplate_lines.sql", BOILERPLATE_LINES),
     ("20_terms.sql", TERMS),
     ("30_corpus_size.sql", CORPUS_SIZE),
     ("31_corpus_df.sql", CORPUS_DF),

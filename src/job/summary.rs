@@ -26,6 +26,13 @@ pub struct FingerprintSettings {
     /// Terms voting per document: `all`, or the K heaviest.
     #[serde(default = "all_terms")]
     pub top_k: String,
+    /// `none`, or `lines-in>=N-docs`: lines dropped as boilerplate.
+    #[serde(default = "no_boilerplate")]
+    pub boilerplate: String,
+}
+
+fn no_boilerplate() -> String {
+    "none".into()
 }
 
 fn all_terms() -> String {
@@ -59,6 +66,7 @@ impl FingerprintSettings {
                 some => file_identity(some),
             },
             top_k: options.top_k.map_or_else(all_terms, |k| k.to_string()),
+            boilerplate: options.boilerplate_lines.map_or_else(no_boilerplate, |n| format!("lines-in>={n}-docs")),
         }
     }
 
@@ -93,6 +101,9 @@ pub struct Summary {
     pub documents: u64,
     pub documents_without_terms: u64,
     pub distinct_fingerprints: u64,
+    /// Distinct lines dropped as boilerplate (with boilerplate_lines set).
+    #[serde(default)]
+    pub boilerplate_lines: u64,
     /// Near pairs of distinct fingerprints: candidates that passed verification.
     pub near_fingerprint_pairs: u64,
     /// Rows of pairs/.

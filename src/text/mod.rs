@@ -1,12 +1,15 @@
-//! Text: normalisation, segmentation and per-document term statistics.
+//! Text: boilerplate lines, normalisation, segmentation and per-document
+//! term statistics.
 //!
 //! Plain Rust over `&str`, with no DataFusion in sight: the SQL functions in
 //! [`crate::udf`] are thin Arrow adapters over what lives here.
 
+mod lines;
 mod normalize;
 mod stats;
 mod tokenize;
 
+pub use lines::{format_set, line_hashes, parse_set, strip_lines};
 pub use normalize::{normalize, normalize_into};
 pub use stats::{DocStats, TermStat};
 pub use tokenize::{is_han, recycle, Analyzer, AnalyzerOptions, Mode, Token, MAX_CHAR_NGRAM};

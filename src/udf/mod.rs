@@ -18,6 +18,7 @@ mod first_common_band;
 mod hamming;
 mod hash64;
 mod idf;
+mod line_hashes;
 mod minhash_keys;
 mod numeric;
 mod simhash;
@@ -49,6 +50,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(term_set::TermSet::default())),
         Arc::new(ScalarUDF::from(set_similarity::SetSimilarity::default())),
         Arc::new(ScalarUDF::from(minhash_keys::MinhashKeys::default())),
+        Arc::new(ScalarUDF::from(line_hashes::LineHashes::default())),
     ]
 }
 
@@ -126,7 +128,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 14);
+        assert_eq!(names.len(), 15);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());

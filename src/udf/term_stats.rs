@@ -1,18 +1,35 @@
-//! `term_stats(text, title [, mode [, options [, with_pos]]])`: the
-//! per-document term statistics every weighting is computed from.
+//! `term_stats(text, title [, mode [, options [, with_pos [, boilerplate]]]])`:
+//! the per-document term statistics every weighting is computed from.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use datafusion::arrow::array::{
     ArrayRef, Float64Builder, ListArray, StringBuilder, StructArray, UInt32Builder, UInt64Builder, UInt8Builder,
 };
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
-use datafusion::common::{exec_err, plan_err, Result, ScalarValue};
+use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use super::args::{doc, finish, is_string, to_arrays, Strings, TextSettings};
-use crate::text::{normalize_into, recycle, DocStats, Token};
+use super::args::{doc, finish, is_string, scalar_str, to_arrays, Strings, TextSettings};
+use crate::text::{normalize_into, parse_set, recycle, strip_lines, DocStats, Token};
+
+/// The boilerplate set of a `boilerplate` argument, parsed once per process
+/// for each distinct argument (the same constant arrives with every batch).
+fn boilerplate_set(text: &str) -> Result<Arc<HashSet<u64>>> {
+    static CACHE: OnceLock<Mutex<Option<(u64, Arc<HashSet<u64>>)>>> = OnceLock::new();
+    let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some((k, set)) = cache.lock().expect("boilerplate cache poisoned").as_ref() {
+        if *k == key {
+            return Ok(set.clone());
+        }
+    }
+    let set = Arc::new(parse_set(text).map_err(|e| DataFusionError::Execution(format!("term_stats: {e}")))?);
+    *cache.lock().expect("boilerplate cache poisoned") = Some((key, set.clone()));
+    Ok(set)
+}
 
 /// Fields of one term's statistics.
 pub fn term_fields() -> Fields {
@@ -93,8 +110,8 @@ impl ScalarUDFImpl for TermStats {
         &self.signature
     }
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
-        if !(2..=5).contains(&arg_types.len()) {
-            return plan_err!("term_stats takes 2 to 5 arguments, got {}", arg_types.len());
+        if !(2..=6).contains(&arg_types.len()) {
+            return plan_err!("term_stats takes 2 to 6 arguments, got {}", arg_types.len());
         }
         arg_types
             .iter()
@@ -102,7 +119,7 @@ impl ScalarUDFImpl for TermStats {
             .map(|(i, t)| match (i, t) {
                 (0 | 1, DataType::Null) => Ok(DataType::Utf8),
                 (0 | 1, t) if is_string(t) => Ok(t.clone()),
-                (2 | 3, t) if is_string(t) => Ok(DataType::Utf8),
+                (2 | 3 | 5, t) if is_string(t) => Ok(DataType::Utf8),
                 (4, DataType::Boolean | DataType::Null) => Ok(DataType::Boolean),
                 (i, t) => plan_err!("term_stats: argument {} has the wrong type {t}", i + 1),
             })
@@ -119,6 +136,10 @@ impl ScalarUDFImpl for TermStats {
             Some(ColumnarValue::Scalar(ScalarValue::Boolean(Some(b)))) => *b,
             Some(_) => return exec_err!("term_stats: 'with_pos' must be a boolean constant"),
         };
+        let boilerplate = match scalar_str(&args.args, 5, self.name(), "boilerplate")? {
+            Some(set) if !set.is_empty() => Some(boilerplate_set(&set)?),
+            _ => None,
+        };
         let (arrays, all_scalar) = to_arrays(&args.args[..2], args.number_rows)?;
         let texts = Strings::try_new(&arrays[0], self.name(), "text")?;
         let titles = Strings::try_new(&arrays[1], self.name(), "title")?;
@@ -127,12 +148,16 @@ impl ScalarUDFImpl for TermStats {
         let mut offsets = Vec::with_capacity(rows + 1);
         offsets.push(0i32);
         let mut valid = Vec::with_capacity(rows);
-        let (mut text_buf, mut title_buf) = (String::new(), String::new());
+        let (mut text_buf, mut title_buf, mut line_buf, mut stripped) = (String::new(), String::new(), String::new(), String::new());
         let mut spare: Vec<Token> = Vec::new();
         let mut written = 0usize;
         for i in 0..rows {
             let text = texts.get(i);
-            if let Some(text) = text {
+            if let Some(mut text) = text {
+                if let Some(set) = &boilerplate {
+                    strip_lines(text, set, &mut line_buf, &mut stripped);
+                    text = stripped.as_str();
+                }
                 normalize_into(text, &mut text_buf);
                 let has_title = titles.get(i).map(|t| normalize_into(t, &mut title_buf)).is_some();
                 let title = has_title.then_some(title_buf.as_str());
@@ -163,7 +188,7 @@ impl ScalarUDFImpl for TermStats {
                  over the document's terms), logo (5 if it is or contains a signal word) and title \
                  (5 if it occurs among the title's terms). NULL text gives NULL; a text with no \
                  kept terms gives an empty list.",
-                "term_stats(text, title [, mode [, options [, with_pos]]])",
+                "term_stats(text, title [, mode [, options [, with_pos [, boilerplate]]]])",
                 "```sql\n> SELECT t['term'], t['count'], t['cx'], t['title']\n  FROM (SELECT unnest(term_stats('北京 北京 天安门', '天安门')) AS t);\n北京   2 3 0\n天安门 1 3 5\n```",
                 &[
                     ("text", "The document text."),
@@ -171,6 +196,11 @@ impl ScalarUDFImpl for TermStats {
                     ("mode", "precise (default), full, search or char-N."),
                     ("options", "Analyzer files, as for tokenize."),
                     ("with_pos", "Tag parts of speech (default true); false is faster and sets every cx to 1."),
+                    (
+                        "boilerplate",
+                        "Lines to drop before segmentation: hex hashes (hash64 of the normalised line) \
+                         separated by commas, as line_hashes gives them; a text made only of such lines is kept whole.",
+                    ),
                 ],
             )
         }))

@@ -1,0 +1,126 @@
+//! Boilerplate lines: lines that recur across many documents of a corpus
+//! (site navigation, footers, copyright notices, share buttons). They are
+//! found by counting, per line, the documents that contain it; lines at or
+//! above a threshold are dropped from every document before segmentation.
+//!
+//! A line is compared after normalisation ([`normalize_into`]), so width,
+//! case and spacing variants of a template line are one line.
+
+use std::collections::HashSet;
+
+use super::normalize_into;
+use crate::fingerprint::hash64;
+
+/// Longest line, in characters after normalisation, that can count as
+/// boilerplate. Site furniture is short (menus, bylines, notices); a long
+/// line is a paragraph, and a paragraph many sites reprint is content.
+pub const MAX_BOILERPLATE_CHARS: usize = 80;
+
+/// Whether a normalised line may be boilerplate: non-empty and short.
+fn eligible(line: &str) -> bool {
+    !line.is_empty() && line.chars().nth(MAX_BOILERPLATE_CHARS).is_none()
+}
+
+/// The lines of a text: split at `\n` and `\r`.
+fn raw_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.split(['\n', '\r'])
+}
+
+/// The sorted, distinct hashes of a text's normalised lines that may be
+/// boilerplate (non-empty, at most [`MAX_BOILERPLATE_CHARS`] characters).
+pub fn line_hashes(text: &str, buf: &mut String) -> Vec<u64> {
+    let mut out = Vec::new();
+    for line in raw_lines(text) {
+        normalize_into(line, buf);
+        if eligible(buf) {
+            out.push(hash64(buf.as_bytes()));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Write into `out` the lines of `text` whose normalised hash is not in
+/// `boilerplate`, one per line. When every non-empty line is boilerplate
+/// the text is kept whole (a document is never emptied by this step: it may
+/// be one that many sites reprint word for word). Returns whether any line
+/// was dropped.
+pub fn strip_lines(text: &str, boilerplate: &HashSet<u64>, buf: &mut String, out: &mut String) -> bool {
+    out.clear();
+    let mut dropped = false;
+    for line in raw_lines(text) {
+        normalize_into(line, buf);
+        if buf.is_empty() {
+            continue;
+        }
+        if eligible(buf) && boilerplate.contains(&hash64(buf.as_bytes())) {
+            dropped = true;
+        } else {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(line);
+        }
+    }
+    if out.is_empty() {
+        out.push_str(text);
+        return false;
+    }
+    dropped
+}
+
+/// Parse a boilerplate set written by [`format_set`]: hex hashes separated by commas.
+pub fn parse_set(s: &str) -> Result<HashSet<u64>, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(|h| u64::from_str_radix(h, 16).map_err(|_| format!("boilerplate line hash '{h}' is not hexadecimal")))
+        .collect()
+}
+
+/// Write a boilerplate set as hex hashes separated by commas, sorted.
+pub fn format_set(hashes: &[u64]) -> String {
+    let mut sorted = hashes.to_vec();
+    sorted.sort_unstable();
+    sorted.iter().map(|h| format!("{h:x}")).collect::<Vec<_>>().join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_compared_after_normalisation() {
+        let mut buf = String::new();
+        let a = line_hashes("首页 > 新闻\n正文第一段。\n\n正文第一段。", &mut buf);
+        assert_eq!(a.len(), 2, "empty lines skipped, repeats counted once");
+        let b = line_hashes("首页 ＞ 新闻\r\n正文第二段。", &mut buf);
+        assert!(a.contains(&b[0]) || a.contains(&b[1]), "a full-width variant is the same line");
+        let paragraph = "长".repeat(MAX_BOILERPLATE_CHARS + 1);
+        assert!(line_hashes(&paragraph, &mut buf).is_empty(), "a paragraph is never boilerplate");
+        assert_eq!(line_hashes(&paragraph[..MAX_BOILERPLATE_CHARS * 3], &mut buf).len(), 1);
+    }
+
+    #[test]
+    fn stripping_drops_boilerplate_but_never_empties_a_document() {
+        let mut buf = String::new();
+        let set: HashSet<u64> = line_hashes("首页 > 新闻\n版权所有", &mut buf).into_iter().collect();
+        let mut out = String::new();
+        assert!(strip_lines("首页 > 新闻\n正文。\n版权所有", &set, &mut buf, &mut out));
+        assert_eq!(out, "正文。");
+        assert!(!strip_lines("首页 > 新闻\n版权所有", &set, &mut buf, &mut out));
+        assert_eq!(out, "首页 > 新闻\n版权所有");
+        assert!(!strip_lines("正文。", &set, &mut buf, &mut out));
+        assert_eq!(out, "正文。");
+    }
+
+    #[test]
+    fn sets_round_trip_as_text() {
+        let s = format_set(&[255, 1, u64::MAX]);
+        assert_eq!(s, "1,ff,ffffffffffffffff");
+        assert_eq!(parse_set(&s).unwrap(), HashSet::from([1, 255, u64::MAX]));
+        assert!(parse_set("xyz").is_err());
+        assert!(parse_set("").unwrap().is_empty());
+    }
+}
