@@ -410,13 +410,29 @@ fn candidates_checks_and_boilerplate_lines() {
         serde_json::from_str(&ok(&neardup(&["eval", "--truth", &truth, "--predicted", out.to_str().unwrap(), "--json"]))).unwrap()
     };
 
+    // 40 news articles reprinted inside one site template (its lines on their own).
+    let wrapped = dir.path().join("wrapped.parquet");
+    let wrap = format!(
+        "COPY (SELECT id, '首页 > 新闻中心 > 正文' || chr(10) || text || chr(10) || '版权所有 某某网 京ICP备12345678号' AS text \
+         FROM news WHERE length(text) > 200 ORDER BY id LIMIT 40) TO '{}' STORED AS PARQUET",
+        wrapped.display()
+    );
+    ok(&neardup(&["sql", "--table", &format!("news={}", sample("news.parquet")), "-c", &wrap]));
     let boiler = dir.path().join("boiler");
-    ok(&dedup(&boiler, &["--boilerplate-lines", "3"]));
+    let (news, wrapped) = (format!("news={}", sample("news.parquet")), format!("wrapped={}", wrapped.display()));
+    ok(&neardup(&["dedup", "-q", "-i", &news, "-i", &wrapped, "-o", boiler.to_str().unwrap(), "--boilerplate-lines", "5"]));
     let s = summary(&boiler);
-    assert!(s["boilerplate_lines"].as_u64().unwrap() >= 2, "{s}");
-    assert_eq!(s["settings"]["boilerplate"], "lines-in>=3-docs");
-    assert_eq!(score(&boiler)["pairs"]["recall"], 1.0);
-    assert_eq!(score(&boiler)["pairs"]["precision"], 1.0);
+    assert_eq!(s["boilerplate_lines"], 2, "the template's two lines: {s}");
+    assert_eq!(s["settings"]["boilerplate"], "lines-in>=5-docs");
+    let clusters = clusters(&boiler);
+    for c in &clusters {
+        for d in c.iter().filter(|d| d.starts_with("wrapped/")) {
+            let original = d.replacen("wrapped/", "news/", 1);
+            assert!(c.contains(&original), "{d} is not with {original}: {c:?}");
+        }
+    }
+    let reprints: usize = clusters.iter().map(|c| c.iter().filter(|d| d.starts_with("wrapped/")).count()).sum();
+    assert_eq!(reprints, 40, "every reprint is found");
 
     let minhash = dir.path().join("minhash");
     ok(&dedup(&minhash, &["--candidates", "minhash"]));
@@ -434,12 +450,8 @@ fn candidates_checks_and_boilerplate_lines() {
 
     // Fingerprints without term sets (made by another tool, or an older neardup).
     let plain = dir.path().join("plain.parquet");
-    let copy = format!(
-        "COPY (SELECT source, id, simhash FROM '{}') TO '{}' STORED AS PARQUET",
-        boiler.join("fingerprints").join("part-00000.parquet").display(),
-        plain.display()
-    );
-    ok(&neardup(&["sql", "-c", &copy]));
+    let copy = format!("COPY (SELECT source, id, simhash FROM fp) TO '{}' STORED AS PARQUET", plain.display());
+    ok(&neardup(&["sql", "--table", &format!("fp={}", boiler.join("fingerprints").display()), "-c", &copy]));
     let fingerprints = plain.to_str().unwrap();
     fails_with(&neardup(&["pairs", "-q", "--fingerprints", fingerprints, "-o", bad.to_str().unwrap()]), 2, &["no term_set column"]);
     ok(&neardup(&["pairs", "-q", "--fingerprints", fingerprints, "-o", bad.to_str().unwrap(), "--candidates", "simhash", "--verify", "none"]));
