@@ -5,19 +5,23 @@
 import json
 import sys
 
-DEFAULT = "simhash k=3 + minhash 42x3 + jaccard:0.4 (default)"
+DEFAULT = "simhash k=3 + minhash 42x3 + overlap:0.8 (default)"
 MAIN = [("none", "simhash k=3"), ("tf", "simhash k=3"), ("tfidf", "simhash k=3"), ("improved", "simhash k=3"),
         ("tf", "simhash k=6"), ("improved", "simhash k=6"), ("tf", "simhash k=10"), ("improved", "simhash k=10"),
-        ("tf", "simhash k=10 + jaccard:0.4"), ("improved", "simhash k=10 + jaccard:0.4"),
-        ("improved", "simhash k=12 + jaccard:0.4"),
-        ("improved", "minhash 42x3 + jaccard:0.4"), ("improved", "minhash 32x4 + jaccard:0.5"),
-        ("improved", "minhash 42x3 + overlap:0.8"), ("improved full", "minhash 42x3 + jaccard:0.4"),
-        ("improved char-3", "minhash 42x3 + jaccard:0.4"),
-        ("improved", "simhash k=3 + minhash 42x3 + jaccard:0.5"), ("improved", "simhash k=3 + minhash 42x3 + overlap:0.8"),
-        ("improved", "simhash k=3 + minhash 32x4 + jaccard:0.4"),
+        ("tf", "simhash k=10 + overlap:0.8"), ("improved", "simhash k=10 + jaccard:0.4"),
+        ("improved", "simhash k=10 + overlap:0.8"), ("improved", "simhash k=12 + overlap:0.8"),
+        ("improved", "minhash 32x4 + jaccard:0.5"), ("improved", "minhash 42x3 + jaccard:0.4"),
+        ("improved", "minhash 42x3 + overlap:0.8"), ("improved full", "minhash 42x3 + overlap:0.8"),
+        ("improved char-3", "minhash 42x3 + overlap:0.8"),
+        ("improved", "simhash k=3 + minhash 42x3 + jaccard:0.4"), ("improved", "simhash k=3 + minhash 42x3 + jaccard:0.5"),
+        ("improved", "simhash k=3 + minhash 42x3 + overlap:0.7"), ("improved", "simhash k=3 + minhash 42x3 + overlap:0.9"),
+        ("improved", "simhash k=3 + minhash 32x4 + overlap:0.8"),
+        ("improved boilerplate-10", "simhash k=10 + overlap:0.8"),
+        ("improved char-3 boilerplate-10", DEFAULT), ("improved boilerplate-10", DEFAULT),
         ("tf", DEFAULT), ("improved full", DEFAULT), ("improved char-3", DEFAULT), ("improved", DEFAULT)]
 SIMHASH = ["none", "tf", "tfidf", "improved:pos", "improved:length", "improved:signal", "improved:title", "improved",
-           "improved full", "improved search", "improved char-2", "improved char-3", "improved top-16", "improved top-64"]
+           "improved full", "improved search", "improved char-2", "improved char-3", "improved top-16", "improved top-64",
+           "improved boilerplate-10"]
 SLICES = ["long_zh", "short_zh", "en"]
 
 
@@ -45,11 +49,12 @@ def main():
     print()
     print("| slice | pairs P / R / F1 | clusters P / R / F1 | ARI | recall per edit (found / truth) |")
     print("|---|---|---|---|---|")
-    for s in SLICES:
-        r = index.get((s, "improved", DEFAULT))
+    for s, fp in [(s, "improved") for s in SLICES] + [("short_zh", "improved boilerplate-10")]:
+        r = index.get((s, fp, DEFAULT))
         if r:
             edits = ", ".join(f"{e['slice']} {e['found']}/{e['pairs']}" for e in r["slices"])
-            print(f"| {s} | {prf(r['pairs'])} | {prf(r['clusters'])} | {r['ari']:.3f} | {edits} |")
+            label = s if fp == "improved" else f"{s} ({fp})"
+            print(f"| {label} | {prf(r['pairs'])} | {prf(r['clusters'])} | {r['ari']:.3f} | {edits} |")
 
 
 if __name__ == "__main__":

@@ -547,6 +547,7 @@ async fn join_stages(
                  WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
             )
             .await?;
+            collect(ctx, sql::TERM_SETS).await?;
             rejected.len() as u64
         }
     };

@@ -15,6 +15,7 @@ pub const NEAR_PAIRS: &str = include_str!("../../sql/50_near_pairs.sql");
 pub const MINHASH_CANDIDATES: &str = include_str!("../../sql/51_minhash_candidates.sql");
 pub const VERIFIED_PAIRS: &str = include_str!("../../sql/55_verified_pairs.sql");
 pub const UNCONFIRMED_COPIES: &str = include_str!("../../sql/56_unconfirmed_copies.sql");
+pub const TERM_SETS: &str = include_str!("../../sql/57_term_sets.sql");
 pub const CLUSTERS: &str = include_str!("../../sql/60_clusters.sql");
 pub const PAIRS: &str = include_str!("../../sql/70_pairs.sql");
 pub const SURVIVORS: &str = include_str!("../../sql/80_survivors.sql");
@@ -31,6 +32,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("51_minhash_candidates.sql", MINHASH_CANDIDATES),
     ("55_verified_pairs.sql", VERIFIED_PAIRS),
     ("56_unconfirmed_copies.sql", UNCONFIRMED_COPIES),
+    ("57_term_sets.sql", TERM_SETS),
     ("60_clusters.sql", CLUSTERS),
     ("70_pairs.sql", PAIRS),
     ("80_survivors.sql", SURVIVORS),
