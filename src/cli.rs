@@ -156,8 +156,8 @@ pub struct JoinArgs {
     /// MinHash bands × rows, when candidates include MinHash.
     #[arg(long, default_value = "42x3", value_name = "BxR", value_parser = parse_minhash, help_heading = "Join")]
     pub minhash: MinHashPlan,
-    /// Check candidates on their term sets: jaccard:T, overlap:T, or none (SimHash candidates only).
-    #[arg(long, default_value = "overlap:0.8", value_name = "CHECK", value_parser = parse_verify, help_heading = "Join")]
+    /// Check candidates on their term sets: jaccard:T, overlap:T (overlap coefficient), or none (SimHash candidates only).
+    #[arg(long, default_value = "jaccard:0.5", value_name = "CHECK", value_parser = parse_verify, help_heading = "Join")]
     pub verify: Verify,
     /// Representative of each cluster: smallest-id, longest, earliest:COLUMN or latest:COLUMN.
     #[arg(long, default_value = "smallest-id", value_name = "RULE", help_heading = "Join")]

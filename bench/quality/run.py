@@ -50,8 +50,8 @@ def joins(fingerprint, ks):
     if fingerprint in ("improved", "improved full", "improved char-2", "improved char-3", "tf", "tfidf",
                        "improved boilerplate-10", "improved char-3 boilerplate-10"):
         simhash = ["--candidates", "simhash"]
-        out += [(f"simhash k={k} + overlap:0.8", None, simhash + ["-k", str(k), "--verify", "overlap:0.8"]) for k in (6, 10, 12)]
-        out += [("simhash k=10 + jaccard:0.4", None, simhash + ["-k", "10", "--verify", "jaccard:0.4"])]
+        out += [(f"simhash k={k} + jaccard:0.5", None, simhash + ["-k", str(k), "--verify", "jaccard:0.5"]) for k in (6, 10, 12)]
+        out += [("simhash k=10 + overlap:0.8", None, simhash + ["-k", "10", "--verify", "overlap:0.8"])]
         minhash = ["--candidates", "minhash"]
         out += [
             ("minhash 42x3 + overlap:0.8", None, minhash + ["--minhash", "42x3", "--verify", "overlap:0.8"]),
@@ -61,11 +61,12 @@ def joins(fingerprint, ks):
         both = ["--candidates", "simhash+minhash", "-k", "3"]
         out += [
             ("simhash k=3 + minhash 42x3 + jaccard:0.4", None, both + ["--minhash", "42x3", "--verify", "jaccard:0.4"]),
-            ("simhash k=3 + minhash 42x3 + jaccard:0.5", None, both + ["--minhash", "42x3", "--verify", "jaccard:0.5"]),
+            ("simhash k=3 + minhash 42x3 + jaccard:0.6", None, both + ["--minhash", "42x3", "--verify", "jaccard:0.6"]),
             ("simhash k=3 + minhash 42x3 + overlap:0.7", None, both + ["--minhash", "42x3", "--verify", "overlap:0.7"]),
             ("simhash k=3 + minhash 42x3 + overlap:0.9", None, both + ["--minhash", "42x3", "--verify", "overlap:0.9"]),
             ("simhash k=3 + minhash 32x4 + overlap:0.8", None, both + ["--minhash", "32x4", "--verify", "overlap:0.8"]),
-            ("simhash k=3 + minhash 42x3 + overlap:0.8 (default)", None, []),
+            ("simhash k=3 + minhash 42x3 + overlap:0.8", None, both + ["--minhash", "42x3", "--verify", "overlap:0.8"]),
+            ("simhash k=3 + minhash 42x3 + jaccard:0.5 (default)", None, []),
         ]
     return out
 

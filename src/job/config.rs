@@ -25,7 +25,7 @@ fn default_text() -> String {
 }
 /// The default check of candidate pairs (chosen in docs/quality.md).
 pub fn default_verify() -> Verify {
-    Verify::Overlap(0.8)
+    Verify::Jaccard(0.5)
 }
 fn default_tokenizer() -> String {
     "precise".into()
@@ -184,7 +184,7 @@ impl JoinOptions {
         if self.candidates.minhash() && self.verify == Verify::None {
             return Err(Error::input(
                 "MinHash candidates must be checked on their term sets: give --verify jaccard:T or overlap:T \
-                 (the default is overlap:0.8), or use --candidates simhash",
+                 (the default is jaccard:0.5), or use --candidates simhash",
             ));
         }
         Ok(())

@@ -712,9 +712,13 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
         summary.command = "pairs".into();
         summary.output = out.url().to_string();
         summary.settings = settings;
-        summary.inputs = input_counts(&ctx, std::slice::from_ref(input)).await?;
-        summary.documents = summary.inputs.iter().map(|i| i.documents).sum();
-        summary.documents_without_terms = summary.inputs.iter().map(|i| i.documents_without_terms).sum();
+        // The table's documents, whatever sources they carry.
+        let batches = collect(&ctx, "SELECT count(*), count(*) - count(simhash) FROM fingerprints").await?;
+        let (documents, documents_without_terms) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
+        summary.inputs =
+            vec![InputSummary { name: input.name.clone(), url: input.url.clone(), documents, documents_without_terms }];
+        summary.documents = documents;
+        summary.documents_without_terms = documents_without_terms;
         Ok(summary)
     }
     .await;
