@@ -154,7 +154,7 @@ pub struct JoinArgs {
     #[arg(long, value_enum, default_value = "simhash+minhash", help_heading = "Join")]
     pub candidates: Candidates,
     /// MinHash bands × rows, when candidates include MinHash.
-    #[arg(long, default_value = "42x3", value_name = "BxR", value_parser = parse_minhash, help_heading = "Join")]
+    #[arg(long, default_value = "32x4", value_name = "BxR", value_parser = parse_minhash, help_heading = "Join")]
     pub minhash: MinHashPlan,
     /// Check candidates on their term sets: jaccard:T, overlap:T (overlap coefficient), or none (SimHash candidates only).
     #[arg(long, default_value = "jaccard:0.5", value_name = "CHECK", value_parser = parse_verify, help_heading = "Join")]

@@ -145,7 +145,7 @@ pub struct MinHashPlan {
 
 impl Default for MinHashPlan {
     fn default() -> Self {
-        MinHashPlan { bands: 42, rows: 3 }
+        MinHashPlan { bands: 32, rows: 4 }
     }
 }
 
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn minhash_plans_parse_and_are_bounded() {
         assert_eq!("32x4".parse::<MinHashPlan>(), Ok(MinHashPlan { bands: 32, rows: 4 }));
-        assert_eq!(MinHashPlan::default().to_string(), "42x3");
+        assert_eq!(MinHashPlan::default().to_string(), "32x4");
         for bad in ["32", "0x4", "64x64", "ax4"] {
             assert!(bad.parse::<MinHashPlan>().is_err(), "{bad}");
         }

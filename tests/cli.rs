@@ -438,7 +438,7 @@ fn candidates_checks_and_boilerplate_lines() {
     let minhash = dir.path().join("minhash");
     ok(&dedup(&minhash, &["--candidates", "minhash"]));
     let s = summary(&minhash);
-    assert_eq!((s["candidates"].as_str(), s["verify"].as_str(), s["band_plan"].is_null()), (Some("minhash:42x3"), Some("jaccard:0.5"), true));
+    assert_eq!((s["candidates"].as_str(), s["verify"].as_str(), s["band_plan"].is_null()), (Some("minhash:32x4"), Some("jaccard:0.5"), true));
     let report = score(&minhash);
     assert_eq!(report["pairs"]["precision"], 1.0);
     assert!(report["pairs"]["recall"].as_f64().unwrap() >= 0.95, "{report}");

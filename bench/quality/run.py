@@ -9,7 +9,7 @@ slice (OUT/<slice>-pr-vs-k.svg: precision and recall against k for each
 weighting).
 
     python bench/quality/run.py --bench target/quality --out target/quality-results \\
-        [--neardup target/debug/neardup] [--k 0,3,6,8,10] [--slices long_zh,en]
+        [--neardup target/debug/neardup] [--k 0,1,2,3,4,5,6,7,8,9,10] [--slices long_zh,en]
 
 Build the benchmark first with bench/quality/make_benchmark.py.
 """
@@ -54,19 +54,18 @@ def joins(fingerprint, ks):
         out += [("simhash k=10 + overlap:0.8", None, simhash + ["-k", "10", "--verify", "overlap:0.8"])]
         minhash = ["--candidates", "minhash"]
         out += [
-            ("minhash 42x3 + overlap:0.8", None, minhash + ["--minhash", "42x3", "--verify", "overlap:0.8"]),
-            ("minhash 42x3 + jaccard:0.4", None, minhash + ["--minhash", "42x3", "--verify", "jaccard:0.4"]),
             ("minhash 32x4 + jaccard:0.5", None, minhash + ["--minhash", "32x4", "--verify", "jaccard:0.5"]),
+            ("minhash 42x3 + jaccard:0.5", None, minhash + ["--minhash", "42x3", "--verify", "jaccard:0.5"]),
+            ("minhash 32x4 + overlap:0.8", None, minhash + ["--minhash", "32x4", "--verify", "overlap:0.8"]),
         ]
         both = ["--candidates", "simhash+minhash", "-k", "3"]
         out += [
-            ("simhash k=3 + minhash 42x3 + jaccard:0.4", None, both + ["--minhash", "42x3", "--verify", "jaccard:0.4"]),
-            ("simhash k=3 + minhash 42x3 + jaccard:0.6", None, both + ["--minhash", "42x3", "--verify", "jaccard:0.6"]),
-            ("simhash k=3 + minhash 42x3 + overlap:0.7", None, both + ["--minhash", "42x3", "--verify", "overlap:0.7"]),
-            ("simhash k=3 + minhash 42x3 + overlap:0.9", None, both + ["--minhash", "42x3", "--verify", "overlap:0.9"]),
+            ("simhash k=3 + minhash 32x4 + jaccard:0.4", None, both + ["--minhash", "32x4", "--verify", "jaccard:0.4"]),
+            ("simhash k=3 + minhash 32x4 + jaccard:0.6", None, both + ["--minhash", "32x4", "--verify", "jaccard:0.6"]),
             ("simhash k=3 + minhash 32x4 + overlap:0.8", None, both + ["--minhash", "32x4", "--verify", "overlap:0.8"]),
-            ("simhash k=3 + minhash 42x3 + overlap:0.8", None, both + ["--minhash", "42x3", "--verify", "overlap:0.8"]),
-            ("simhash k=3 + minhash 42x3 + jaccard:0.5 (default)", None, []),
+            ("simhash k=3 + minhash 42x3 + jaccard:0.5", None, both + ["--minhash", "42x3", "--verify", "jaccard:0.5"]),
+            ("simhash k=3 + minhash 20x5 + jaccard:0.5", None, both + ["--minhash", "20x5", "--verify", "jaccard:0.5"]),
+            ("simhash k=3 + minhash 32x4 + jaccard:0.5 (default)", None, []),
         ]
     return out
 
@@ -115,7 +114,7 @@ def main():
     parser.add_argument("--bench", required=True, help="folder written by make_benchmark.py")
     parser.add_argument("--out", required=True)
     parser.add_argument("--neardup", default=os.path.join(here, "../../target/debug/neardup"))
-    parser.add_argument("--k", default="0,3,6,8,10")
+    parser.add_argument("--k", default="0,1,2,3,4,5,6,7,8,9,10")
     parser.add_argument("--fingerprints", default=",".join(FINGERPRINTS), help="fingerprint settings to run")
     parser.add_argument("--slices", default=",".join(SLICES))
     args = parser.parse_args()

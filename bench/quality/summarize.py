@@ -5,20 +5,19 @@
 import json
 import sys
 
-DEFAULT = "simhash k=3 + minhash 42x3 + jaccard:0.5 (default)"
+DEFAULT = "simhash k=3 + minhash 32x4 + jaccard:0.5 (default)"
 MAIN = [("none", "simhash k=3"), ("tf", "simhash k=3"), ("tfidf", "simhash k=3"), ("improved", "simhash k=3"),
         ("tf", "simhash k=6"), ("improved", "simhash k=6"), ("tf", "simhash k=10"), ("improved", "simhash k=10"),
         ("tf", "simhash k=10 + jaccard:0.5"), ("improved", "simhash k=10 + jaccard:0.5"),
         ("improved", "simhash k=10 + overlap:0.8"), ("improved", "simhash k=12 + jaccard:0.5"),
-        ("improved", "minhash 32x4 + jaccard:0.5"), ("improved", "minhash 42x3 + jaccard:0.4"),
-        ("improved", "minhash 42x3 + overlap:0.8"), ("improved full", "minhash 42x3 + overlap:0.8"),
-        ("improved char-3", "minhash 42x3 + overlap:0.8"),
-        ("improved", "simhash k=3 + minhash 42x3 + overlap:0.8"), ("improved", "simhash k=3 + minhash 42x3 + jaccard:0.4"),
-        ("improved", "simhash k=3 + minhash 42x3 + jaccard:0.6"),
-        ("improved", "simhash k=3 + minhash 42x3 + overlap:0.7"), ("improved", "simhash k=3 + minhash 42x3 + overlap:0.9"),
-        ("improved", "simhash k=3 + minhash 32x4 + overlap:0.8"),
-        ("improved boilerplate-10", "simhash k=3 + minhash 42x3 + overlap:0.8"),
-        ("improved char-3 boilerplate-10", "simhash k=3 + minhash 42x3 + overlap:0.8"),
+        ("improved", "minhash 32x4 + jaccard:0.5"), ("improved", "minhash 42x3 + jaccard:0.5"),
+        ("improved", "minhash 32x4 + overlap:0.8"), ("improved full", "minhash 32x4 + jaccard:0.5"),
+        ("improved char-3", "minhash 32x4 + jaccard:0.5"),
+        ("improved", "simhash k=3 + minhash 32x4 + jaccard:0.4"), ("improved", "simhash k=3 + minhash 32x4 + jaccard:0.6"),
+        ("improved", "simhash k=3 + minhash 32x4 + overlap:0.8"), ("improved", "simhash k=3 + minhash 42x3 + jaccard:0.5"),
+        ("improved", "simhash k=3 + minhash 20x5 + jaccard:0.5"),
+        ("improved boilerplate-10", "simhash k=3 + minhash 32x4 + overlap:0.8"),
+        ("improved char-3 boilerplate-10", "simhash k=3 + minhash 32x4 + overlap:0.8"),
         ("improved boilerplate-10", "simhash k=10 + jaccard:0.5"),
         ("improved char-3 boilerplate-10", DEFAULT), ("improved boilerplate-10", DEFAULT),
         ("tf", DEFAULT), ("improved full", DEFAULT), ("improved char-3", DEFAULT), ("improved", DEFAULT)]
