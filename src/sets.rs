@@ -10,8 +10,10 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// How candidate pairs are checked on their term sets.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// How candidate pairs are checked on their term sets (written as text:
+/// `none`, `jaccard:T`, `overlap:T`).
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum Verify {
     /// Keep every candidate (SimHash distance alone decides).
     #[default]
@@ -64,17 +66,25 @@ impl fmt::Display for Verify {
     }
 }
 
-impl serde::Serialize for Verify {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
 
-impl<'de> serde::Deserialize<'de> for Verify {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Verify, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
+/// Text forms for job files and summaries, through `Display` and `FromStr`.
+macro_rules! text_form {
+    ($t:ty) => {
+        impl From<$t> for String {
+            fn from(v: $t) -> String {
+                v.to_string()
+            }
+        }
+        impl TryFrom<String> for $t {
+            type Error = String;
+            fn try_from(s: String) -> Result<$t, String> {
+                s.parse()
+            }
+        }
+    };
 }
+text_form!(Verify);
+text_form!(MinHashPlan);
 
 /// Size of the intersection of two sorted, distinct slices.
 pub fn intersection(a: &[u64], b: &[u64]) -> usize {
@@ -137,7 +147,8 @@ pub const MAX_PERMUTATIONS: u32 = 1024;
 /// MinHash with LSH banding: `bands × rows` hash functions; two sets become
 /// candidates when all `rows` minima of some band agree. A pair with Jaccard
 /// similarity s is a candidate with probability 1 − (1 − s^rows)^bands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct MinHashPlan {
     pub bands: u32,
     pub rows: u32,
@@ -216,17 +227,6 @@ impl fmt::Display for MinHashPlan {
     }
 }
 
-impl serde::Serialize for MinHashPlan {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for MinHashPlan {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<MinHashPlan, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
-}
 
 #[cfg(test)]
 mod tests {
