@@ -61,6 +61,10 @@ impl From<DataFusionError> for Error {
             | DataFusionError::SchemaError(..)
             | DataFusionError::Configuration(_)
             | DataFusionError::NotImplemented(_) => Error::Input(message),
+            DataFusionError::ResourcesExhausted(_) => Error::Runtime(format!(
+                "the engine ran out of memory under --memory-limit: raise the limit (or run without one); \
+                 the operators that held it: {message}"
+            )),
             _ => Error::Runtime(message),
         }
     }

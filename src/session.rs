@@ -7,9 +7,11 @@
 //! scheduler and executors build theirs from the same pieces
 //! ([`crate::distributed`]).
 
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use datafusion::execution::disk_manager::DiskManagerBuilder;
+use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -62,7 +64,11 @@ pub fn runtime_env(spill_dir: Option<&str>, memory_limit: Option<usize>) -> data
         builder = builder.with_temp_file_path(dir);
     }
     if let Some(limit) = memory_limit {
-        builder = builder.with_memory_limit(limit, 1.0);
+        // A fair pool: spilling operators (sorts, aggregates) share the
+        // limit instead of the first one taking it all; the five largest
+        // consumers are named when it is exceeded.
+        let pool = TrackConsumersPool::new(FairSpillPool::new(limit), NonZeroUsize::new(5).expect("5 > 0"));
+        builder = builder.with_memory_pool(Arc::new(pool));
     }
     builder.build_arc()
 }
@@ -102,8 +108,14 @@ fn session_config(options: &EngineOptions) -> Result<SessionConfig> {
 
 /// An embedded session with every neardup function registered.
 pub fn new_context(options: &EngineOptions) -> Result<SessionContext> {
-    let config = session_config(options)?;
+    let mut config = session_config(options)?;
     let limit = options.memory_limit.as_deref().map(parse_size).transpose()?;
+    if limit.is_some() {
+        // Hash joins hold their build side in memory and cannot spill;
+        // sort-merge joins sort (and spill) both sides. Under a limit,
+        // bounded memory is worth the slower join.
+        config = config.set_bool("datafusion.optimizer.prefer_hash_join", false);
+    }
     let runtime = runtime_env(None, limit)?;
     let mut state = SessionStateBuilder::new()
         .with_config(config)
