@@ -35,6 +35,25 @@ impl Verify {
     }
 }
 
+impl Verify {
+    /// Whether two term sets pass the check (always, without one).
+    pub fn passes(&self, a: &[u64], b: &[u64]) -> bool {
+        match self.measure() {
+            None => true,
+            Some((name, threshold)) => measure_by_name(name).is_some_and(|m| m(a, b) >= threshold),
+        }
+    }
+}
+
+/// A set measure by its SQL name: `jaccard` or `overlap`.
+pub fn measure_by_name(name: &str) -> Option<fn(&[u64], &[u64]) -> f64> {
+    match name {
+        "jaccard" => Some(jaccard),
+        "overlap" => Some(overlap),
+        _ => None,
+    }
+}
+
 impl Eq for Verify {}
 
 impl FromStr for Verify {

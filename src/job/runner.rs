@@ -459,8 +459,7 @@ async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &Fingerprin
 
 /// The documents left out of their fingerprint group by the term-set check,
 /// from rows `(simhash, source, id, term_set)` ordered by simhash, source, id.
-fn unconfirmed_copies(batches: &[RecordBatch], measure: &str, threshold: f64) -> Result<Vec<(String, String)>> {
-    let check = if measure == "overlap" { crate::sets::overlap } else { crate::sets::jaccard };
+fn unconfirmed_copies(batches: &[RecordBatch], verify: Verify) -> Result<Vec<(String, String)>> {
     let mut rows: Vec<(u64, String, String, Vec<u64>)> = Vec::new();
     for b in batches {
         let simhash = column_u64(b, 0)?;
@@ -477,7 +476,7 @@ fn unconfirmed_copies(batches: &[RecordBatch], measure: &str, threshold: f64) ->
     let mut rejected = Vec::new();
     for group in rows.chunk_by(|a, b| a.0 == b.0) {
         let sets: Vec<&[u64]> = group.iter().map(|r| r.3.as_slice()).collect();
-        for i in crate::sets::split_group(&sets, |a, b| check(a, b) >= threshold) {
+        for i in crate::sets::split_group(&sets, |a, b| verify.passes(a, b)) {
             rejected.push((group[i].1.clone(), group[i].2.clone()));
         }
     }
@@ -536,9 +535,9 @@ async fn join_stages(
             collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
             0
         }
-        Some((measure, threshold)) => {
+        Some(_) => {
             let batches = collect(ctx, sql::UNCONFIRMED_COPIES).await?;
-            let rejected = unconfirmed_copies(&batches, measure, threshold)?;
+            let rejected = unconfirmed_copies(&batches, verify)?;
             out.put("_work/unconfirmed.parquet", documents_parquet(&rejected)?).await?;
             register_parquet(ctx, "unconfirmed", &out.staged("_work/unconfirmed.parquet")).await?;
             collect(
@@ -570,9 +569,11 @@ async fn join_stages(
     if join.candidates.minhash() {
         let mh = join.minhash;
         let path = out.staged("_work/candidates/minhash.parquet");
-        let values = [("path", literal(&path)), ("bands", mh.bands.to_string()), ("rows", mh.rows.to_string())];
-        let values: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        collect(ctx, &render(sql::MINHASH_CANDIDATES, &values)).await?;
+        let statement = render(
+            sql::MINHASH_CANDIDATES,
+            &[("path", &literal(&path)), ("bands", &mh.bands.to_string()), ("rows", &mh.rows.to_string())],
+        );
+        collect(ctx, &statement).await?;
         sources.push(format!("MinHash {mh}"));
     }
     let candidates_path = out.staged("_work/candidates/");

@@ -55,7 +55,7 @@ impl ScalarUDFImpl for MinhashKeys {
         for i in 0..sets.len() {
             // An empty set has no minima: it gets no keys.
             if let Some(set) = set_values(&sets, &values, i, self.name())?.filter(|s| !s.is_empty()) {
-                for (b, k) in plan.keys(&set) {
+                for (b, k) in plan.keys(set) {
                     band.append_value(b);
                     key.append_value(k);
                 }

@@ -10,7 +10,7 @@ use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs,
 
 use super::args::{doc, finish, is_string, scalar_str, to_arrays};
 use super::term_set::{as_sets, coerce_set, set_values};
-use crate::sets::{jaccard, overlap};
+use crate::sets::measure_by_name;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct SetSimilarity {
@@ -47,10 +47,9 @@ impl ScalarUDFImpl for SetSimilarity {
         Ok(DataType::Float64)
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let measure = match scalar_str(&args.args, 2, self.name(), "measure")?.as_deref() {
-            None | Some("jaccard") => jaccard,
-            Some("overlap") => overlap,
-            Some(other) => return exec_err!("set_similarity: unknown measure '{other}': use 'jaccard' or 'overlap'"),
+        let name = scalar_str(&args.args, 2, self.name(), "measure")?.unwrap_or_else(|| "jaccard".into());
+        let Some(measure) = measure_by_name(&name) else {
+            return exec_err!("set_similarity: unknown measure '{name}': use 'jaccard' or 'overlap'");
         };
         let (arrays, all_scalar) = to_arrays(&args.args[..2], args.number_rows)?;
         let (a, b) = (as_sets(&arrays[0])?, as_sets(&arrays[1])?);
@@ -62,7 +61,7 @@ impl ScalarUDFImpl for SetSimilarity {
                     if !x.is_sorted() || !y.is_sorted() {
                         return exec_err!("set_similarity: term sets must be sorted: build them with term_set");
                     }
-                    out.append_value(measure(&x, &y))
+                    out.append_value(measure(x, y))
                 }
                 _ => out.append_null(),
             }

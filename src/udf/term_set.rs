@@ -37,7 +37,7 @@ pub(crate) fn as_sets(array: &ArrayRef) -> Result<ListArray> {
 }
 
 /// The values of row `i` of a term-set column (NULL items are not allowed).
-pub(crate) fn set_values(sets: &ListArray, values: &UInt64Array, i: usize, function: &str) -> Result<Option<Vec<u64>>> {
+pub(crate) fn set_values<'a>(sets: &ListArray, values: &'a UInt64Array, i: usize, function: &str) -> Result<Option<&'a [u64]>> {
     if sets.is_null(i) {
         return Ok(None);
     }
@@ -46,7 +46,7 @@ pub(crate) fn set_values(sets: &ListArray, values: &UInt64Array, i: usize, funct
     if values.null_count() > 0 && (start..end).any(|j| values.is_null(j)) {
         return exec_err!("{function}: a term set holds a NULL hash");
     }
-    Ok(Some(values.values()[start..end].to_vec()))
+    Ok(Some(&values.values()[start..end]))
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -89,26 +89,17 @@ impl ScalarUDFImpl for TermSet {
         };
         let hashes = hashes.as_primitive::<datafusion::arrow::datatypes::UInt64Type>();
         let mut out = Vec::with_capacity(hashes.len());
+        let mut row = Vec::new();
         let mut offsets = Vec::with_capacity(list.len() + 1);
         offsets.push(0i32);
         let bounds = list.value_offsets();
         for i in 0..list.len() {
             if list.is_valid(i) {
-                let start = out.len();
-                for j in bounds[i] as usize..bounds[i + 1] as usize {
-                    if hashes.is_valid(j) {
-                        out.push(hashes.value(j));
-                    }
-                }
-                out[start..].sort_unstable();
-                let mut keep = start;
-                for j in start..out.len() {
-                    if j == start || out[j] != out[keep - 1] {
-                        out[keep] = out[j];
-                        keep += 1;
-                    }
-                }
-                out.truncate(keep);
+                row.clear();
+                row.extend((bounds[i] as usize..bounds[i + 1] as usize).filter(|&j| hashes.is_valid(j)).map(|j| hashes.value(j)));
+                row.sort_unstable();
+                row.dedup();
+                out.extend_from_slice(&row);
             }
             offsets.push(out.len() as i32);
         }
