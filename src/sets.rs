@@ -203,31 +203,59 @@ impl MinHashPlan {
         1.0 - (1.0 - s.powi(self.rows as i32)).powi(self.bands as i32)
     }
 
+    /// A hasher for this plan: its hash functions' seeds are made once and
+    /// serve every set it is given.
+    pub fn hasher(&self) -> MinHasher {
+        let n = (self.bands * self.rows) as usize;
+        MinHasher {
+            rows: self.rows as usize,
+            seeds: (0..n as u64).map(|i| mix(i.wrapping_add(0x6d69_6e68_6173_6831))).collect(),
+            minima: Vec::with_capacity(n),
+        }
+    }
+
     /// The MinHash signature of a set: one minimum per hash function.
     pub fn signature(&self, set: &[u64]) -> Vec<u64> {
-        let n = (self.bands * self.rows) as usize;
-        let seeds: Vec<u64> = (0..n as u64).map(|i| mix(i.wrapping_add(0x6d69_6e68_6173_6831))).collect();
-        let mut minima = vec![u64::MAX; n];
+        self.hasher().signature(set).to_vec()
+    }
+
+    /// `(band, key)` of a non-empty set in every band.
+    pub fn keys(&self, set: &[u64]) -> Vec<(u32, u64)> {
+        self.hasher().keys(set).collect()
+    }
+}
+
+/// MinHash of one plan, applied set after set.
+pub struct MinHasher {
+    rows: usize,
+    seeds: Vec<u64>,
+    minima: Vec<u64>,
+}
+
+impl MinHasher {
+    /// The MinHash signature of a set: one minimum per hash function.
+    pub fn signature(&mut self, set: &[u64]) -> &[u64] {
+        self.minima.clear();
+        self.minima.resize(self.seeds.len(), u64::MAX);
         for &term in set {
-            for (m, seed) in minima.iter_mut().zip(&seeds) {
+            for (m, seed) in self.minima.iter_mut().zip(&self.seeds) {
                 let h = mix(term ^ seed);
                 if h < *m {
                     *m = h;
                 }
             }
         }
-        minima
+        &self.minima
     }
 
     /// `(band, key)` of a non-empty set in every band: the key hashes the
     /// band's `rows` minima.
-    pub fn keys(&self, set: &[u64]) -> Vec<(u32, u64)> {
-        let signature = self.signature(set);
-        signature
-            .chunks(self.rows as usize)
+    pub fn keys(&mut self, set: &[u64]) -> impl Iterator<Item = (u32, u64)> + '_ {
+        let rows = self.rows;
+        self.signature(set)
+            .chunks(rows)
             .enumerate()
             .map(|(band, minima)| (band as u32, minima.iter().fold(band as u64, |acc, &m| mix(acc ^ m).wrapping_add(m))))
-            .collect()
     }
 }
 

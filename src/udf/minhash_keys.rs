@@ -49,13 +49,14 @@ impl ScalarUDFImpl for MinhashKeys {
         let (arrays, all_scalar) = to_arrays(&args.args[..1], args.number_rows)?;
         let sets = as_sets(&arrays[0])?;
         let values = sets.values().as_primitive::<UInt64Type>().clone();
+        let mut hasher = plan.hasher();
         let (mut band, mut key) = (UInt32Builder::new(), UInt64Builder::new());
         let mut offsets = Vec::with_capacity(sets.len() + 1);
         offsets.push(0i32);
         for i in 0..sets.len() {
             // An empty set has no minima: it gets no keys.
             if let Some(set) = set_values(&sets, &values, i, self.name())?.filter(|s| !s.is_empty()) {
-                for (b, k) in plan.keys(set) {
+                for (b, k) in hasher.keys(set) {
                     band.append_value(b);
                     key.append_value(k);
                 }
