@@ -4,6 +4,7 @@ Reads the real corpora in ../shared/data and writes, per slice of the
 benchmark, a document table and its ground truth:
 
     OUT/long_zh/documents.parquet   Heybox articles (long Chinese web text)
+    OUT/news_zh/documents.parquet   People's Daily 1998 paragraphs of 60+ characters (formal Chinese news)
     OUT/short_zh/documents.parquet  Weibo original posts (short Chinese)
     OUT/en/documents.parquet        BBC News articles (English)
     OUT/<slice>/truth.parquet       source_a, id_a, source_b, id_b, edit
@@ -37,10 +38,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 SLICES = {
-    # slice: (file, originals at quick scale, at full scale)
-    "long_zh": ("heybox_articles.parquet", 150, 1500),
-    "short_zh": ("weibo_original.parquet", 150, 1500),
-    "en": ("bbc_news.parquet", 150, 1000),
+    # slice: (file, originals at quick scale, at full scale, shortest original in characters)
+    "long_zh": ("heybox_articles.parquet", 150, 1500, 1),
+    "news_zh": ("peoples_daily_1998.parquet", 150, 1500, 60),
+    "short_zh": ("weibo_original.parquet", 150, 1500, 1),
+    "en": ("bbc_news.parquet", 150, 1000, 1),
 }
 NATURAL_JACCARD = 0.7
 
@@ -206,9 +208,9 @@ EDITS.append(mixed)
 
 # ---- one slice -------------------------------------------------------------
 
-def build_slice(name, path, n_originals, seed):
+def build_slice(name, path, n_originals, min_chars, seed):
     table = pq.read_table(path)
-    rows = [r for r in table.to_pylist() if r["text"] and r["text"].strip()]
+    rows = [r for r in table.to_pylist() if r["text"] and len(r["text"].strip()) >= min_chars]
     rng = random.Random(f"{seed}/{name}")
     originals = sorted(rng.sample(rows, min(n_originals, len(rows))), key=lambda r: str(r["id"]))
     zh = name.endswith("_zh")
@@ -269,11 +271,11 @@ def main():
     parser.add_argument("--scale", choices=["quick", "full"], default="full")
     parser.add_argument("--seed", default="20261122")
     args = parser.parse_args()
-    for name, (file, quick, full) in SLICES.items():
+    for name, (file, quick, full, min_chars) in SLICES.items():
         path = os.path.join(args.data, file)
         if not os.path.exists(path):
             sys.exit(f"make_benchmark.py: {path} is missing (the shared data folder must be beside the project)")
-        docs, truth, originals, natural = build_slice(name, path, quick if args.scale == "quick" else full, args.seed)
+        docs, truth, originals, natural = build_slice(name, path, quick if args.scale == "quick" else full, min_chars, args.seed)
         folder = os.path.join(args.out, name)
         os.makedirs(folder, exist_ok=True)
         for table, file_name in [(docs, "documents.parquet"), (truth, "truth.parquet")]:

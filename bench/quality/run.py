@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 
-SLICES = ["long_zh", "short_zh", "en"]
+SLICES = ["long_zh", "news_zh", "short_zh", "en"]
 
 # Fingerprint settings: name -> dedup flags.
 FINGERPRINTS = {

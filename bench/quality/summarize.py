@@ -24,21 +24,21 @@ MAIN = [("none", "simhash k=3"), ("tf", "simhash k=3"), ("tfidf", "simhash k=3")
 SIMHASH = ["none", "tf", "tfidf", "improved:pos", "improved:length", "improved:signal", "improved:title", "improved",
            "improved full", "improved search", "improved char-2", "improved char-3", "improved top-16", "improved top-64",
            "improved boilerplate-10"]
-SLICES = ["long_zh", "short_zh", "en"]
+SLICES = ["long_zh", "news_zh", "short_zh", "en"]
 
 
 def main():
     results = json.load(open(sys.argv[1]))
     index = {(r["slice"], r["fingerprints"], r["join"]): r for r in results}
     prf = lambda p: f"{p['precision']:.3f} / {p['recall']:.3f} / {p['f1']:.3f}"
-    print("| fingerprints | candidates and check | long_zh P / R / F1 | short_zh P / R / F1 | en P / R / F1 |")
-    print("|---|---|---|---|---|")
+    print("| fingerprints | candidates and check | " + " | ".join(f"{s} P / R / F1" for s in SLICES) + " |")
+    print("|---|---|" + "---|" * len(SLICES))
     for fp, join in MAIN:
         cells = [prf(index[(s, fp, join)]["pairs"]) if (s, fp, join) in index else "–" for s in SLICES]
         bold = "**" if (fp, join) == ("improved", DEFAULT) else ""
         print(f"| {bold}{fp}{bold} | {bold}{join}{bold} | " + " | ".join(cells) + " |")
     print()
-    ks = [("long_zh", [3, 6, 10]), ("en", [3, 6, 10]), ("short_zh", [3, 10])]
+    ks = [("long_zh", [3, 6, 10]), ("news_zh", [3, 10]), ("en", [3, 6, 10]), ("short_zh", [3, 10])]
     print("| fingerprints (SimHash only) | " + " | ".join(f"{s} k={k}" for s, kk in ks for k in kk) + " |")
     print("|---|" + "---|" * sum(len(kk) for _, kk in ks))
     for fp in SIMHASH:
