@@ -493,3 +493,38 @@ fn memory_limit_spills_with_identical_results() {
     fails_with(&o, 1, &["ran out of memory under --memory-limit", "raise the limit"]);
     assert!(!starved.exists());
 }
+
+/// --top-k: only a document's K heaviest terms vote. A document with at
+/// most K distinct terms keeps its fingerprint; longer ones change; the
+/// setting is recorded with the fingerprints.
+#[test]
+fn top_k_lets_only_the_heaviest_terms_vote() {
+    let dir = tempfile::tempdir().unwrap();
+    let (all, top) = (dir.path().join("all"), dir.path().join("top"));
+    ok(&dedup(&all, &[]));
+    ok(&dedup(&top, &["--top-k", "8"]));
+    assert_eq!(summary(&top)["settings"]["top_k"], "8");
+    assert_eq!(summary(&all)["settings"]["top_k"], "all");
+    let read = |out: &Path| {
+        let b = read_dir(&out.join("fingerprints"));
+        let (ids, fps) = (strings(&b, "id"), strings(&b, "simhash"));
+        let sizes: Vec<usize> = {
+            let sets = strings(&b, "term_set");
+            sets.iter().map(|s| if s == "NULL" || s == "[]" { 0 } else { s.matches(',').count() + 1 }).collect()
+        };
+        ids.into_iter().zip(fps.into_iter().zip(sizes)).collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let (a, t) = (read(&all), read(&top));
+    let (mut same_short, mut changed_long) = (0, 0);
+    for (id, (fp, size)) in &a {
+        let (fp_top, _) = &t[id];
+        if *size <= 8 {
+            assert_eq!(fp, fp_top, "{id} has {size} terms: top-8 must not change it");
+            same_short += 1;
+        } else if fp != fp_top {
+            changed_long += 1;
+        }
+    }
+    assert!(same_short > 0 && changed_long > 100, "{same_short} short kept, {changed_long} long changed");
+    fails_with(&dedup(&dir.path().join("bad"), &["--top-k", "0"]), 2, &["top_k = 0"]);
+}
