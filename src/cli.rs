@@ -34,6 +34,8 @@ pub struct Cli {
 pub enum Command {
     /// Fingerprint documents, find near-duplicate pairs and clusters, write them as Parquet.
     Dedup(DedupArgs),
+    /// Fingerprint documents only: write fingerprints/ (for `pairs`, SQL, or an IDF model).
+    Fingerprint(FingerprintArgs),
     /// Find pairs and clusters in an existing fingerprint table (columns id, simhash, optional source).
     Pairs(PairsArgs),
     /// Run a job described by a TOML file (see jobs/example.toml).
@@ -193,7 +195,7 @@ pub enum IdfArg {
 }
 
 #[derive(Debug, Args)]
-pub struct DedupArgs {
+pub struct FingerprintArgs {
     /// Input Parquet dataset: a file, folder or glob, optionally named (NAME=URL); repeat for more.
     /// The name becomes the documents' `source` [default: the file or folder name].
     #[arg(short, long = "input", value_name = "[NAME=]URL", required = true)]
@@ -241,19 +243,26 @@ pub struct DedupArgs {
     #[arg(long, value_name = "N", help_heading = "Fingerprints")]
     pub boilerplate_lines: Option<u32>,
     #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DedupArgs {
+    #[command(flatten)]
+    pub fingerprints: FingerprintArgs,
+    #[command(flatten)]
     pub join: JoinArgs,
     /// Also write the surviving input rows (all columns) under survivors/SOURCE/.
     #[arg(long)]
     pub survivors: bool,
-    #[command(flatten)]
-    pub engine: EngineArgs,
 }
 
 fn parse_weighting(s: &str) -> std::result::Result<Weighting, String> {
     s.parse()
 }
 
-impl DedupArgs {
+impl FingerprintArgs {
+    /// The run's spec, with the default join settings.
     pub fn spec(&self) -> Result<JobSpec> {
         Ok(JobSpec {
             inputs: self.inputs.iter().map(|s| InputSpec::parse(s)).collect::<Result<_>>()?,
@@ -275,10 +284,21 @@ impl DedupArgs {
                 top_k: self.top_k,
                 boilerplate_lines: self.boilerplate_lines,
             },
+            join: JoinOptions::default(),
+            keep: JobSpec::DEFAULT_KEEP.into(),
+            survivors: false,
+            engine: self.engine.options(),
+        })
+    }
+}
+
+impl DedupArgs {
+    pub fn spec(&self) -> Result<JobSpec> {
+        Ok(JobSpec {
             join: self.join.options(),
             keep: self.join.keep.clone(),
             survivors: self.survivors,
-            engine: self.engine.options(),
+            ..self.fingerprints.spec()?
         })
     }
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use neardup::cli::{Cli, Command};
 use neardup::error::Error;
-use neardup::job::{run_dedup, run_pairs, JobSpec, RunOptions, Summary};
+use neardup::job::{run_dedup, run_fingerprint, run_pairs, JobSpec, RunOptions, Summary};
 
 /// Write `text` to standard output. A reader that has gone away (a closed
 /// pipe, as with `| head`) is not an error; any other write failure is.
@@ -26,6 +26,15 @@ fn emit_json(value: &impl serde::Serialize) -> Result<(), Error> {
 fn report(summary: &Summary, json: bool) -> Result<(), Error> {
     if json {
         emit_json(summary)
+    } else if summary.command == "fingerprint" {
+        emit(&format!(
+            "{} documents ({} without terms): {} distinct fingerprints; wrote {} in {:.1} s\n",
+            summary.documents,
+            summary.documents_without_terms,
+            summary.distinct_fingerprints,
+            summary.output,
+            summary.total_ms as f64 / 1000.0
+        ))
     } else {
         emit(&format!(
             "{} documents ({} without terms): {} duplicates in {} clusters, {} pairs; wrote {} in {:.1} s\n",
@@ -43,7 +52,12 @@ fn report(summary: &Summary, json: bool) -> Result<(), Error> {
 async fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Dedup(args) => {
-            let summary = run_dedup(&args.spec()?, &RunOptions { quiet: args.output.quiet }).await?;
+            let output = &args.fingerprints.output;
+            let summary = run_dedup(&args.spec()?, &RunOptions { quiet: output.quiet }).await?;
+            report(&summary, output.json)?;
+        }
+        Command::Fingerprint(args) => {
+            let summary = run_fingerprint(&args.spec()?, &RunOptions { quiet: args.output.quiet }).await?;
             report(&summary, args.output.json)?;
         }
         Command::Pairs(args) => {

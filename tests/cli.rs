@@ -128,6 +128,23 @@ fn dedup_finds_the_planted_duplicates() {
     assert!(out2.join("_SUCCESS").exists());
     assert_eq!(summary(&out2)["settings"]["weighting"], "improved");
     assert_eq!((summary(&out2)["documents"].as_u64(), summary(&out2)["documents_without_terms"].as_u64()), (Some(507), Some(2)));
+
+    // `fingerprint` writes the same fingerprints and nothing else.
+    let news = format!("news={}", sample("news.parquet"));
+    let reprints = format!("reprints={}", sample("reprints.parquet"));
+    let out3 = dir.path().join("out3");
+    let line = ok(&neardup(&["fingerprint", "-q", "--input", &news, "--input", &reprints, "--output", out3.to_str().unwrap()]));
+    assert!(line.starts_with("507 documents (2 without terms): ") && line.contains(" distinct fingerprints; wrote "), "{line}");
+    let both = |dir: &Path| {
+        let batches = read_dir(&dir.join("fingerprints"));
+        let sets: Vec<String> = batches.iter().map(|b| format!("{:?}", b.column_by_name("term_set").unwrap())).collect();
+        (strings(&batches, "id"), u64s(&batches, "simhash"), sets)
+    };
+    assert_eq!(both(&out3), both(&out));
+    assert!(!out3.join("pairs").exists() && !out3.join("clusters").exists() && out3.join("_SUCCESS").exists());
+    let s = summary(&out3);
+    assert_eq!((s["command"].as_str(), s["documents"].as_u64()), (Some("fingerprint"), Some(507)));
+    assert_eq!(s["distinct_fingerprints"], summary(&out)["distinct_fingerprints"]);
 }
 
 #[test]

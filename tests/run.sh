@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: sets up everything the tests need, then runs them all.
 #   bash tests/run.sh            # every test
-#   bash tests/run.sh banded     # only tests whose name matches
+#   bash tests/run.sh banded     # only tests whose name matches (no benchmark)
 #
 # Needs: cargo, python3 and (for the Azure test) npm. An independent Parquet
 # reader (pyarrow), a real S3-compatible server (moto) and Azure's Blob
@@ -32,3 +32,15 @@ else
 fi
 
 cargo test --locked "$@"
+
+# The performance suite's quick mode: small slices, the dev build, every
+# section and peer, no time asserted (it proves the suite runs; the join's
+# exactness is checked on the way). Only in a full run, and only beside the
+# shared data.
+if [[ $# -eq 0 ]]; then
+  if [[ -d ../shared/data ]]; then
+    python3 bench/perf/run.py --quick --out target/perf-quick
+  else
+    echo "tests/run.sh: SKIPPED the performance suite's quick mode (no ../shared/data)" >&2
+  fi
+fi

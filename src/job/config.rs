@@ -251,7 +251,7 @@ impl std::fmt::Display for KeepRule {
 }
 
 fn default_keep() -> String {
-    "smallest-id".into()
+    JobSpec::DEFAULT_KEEP.into()
 }
 
 /// A whole `dedup` run.
@@ -283,6 +283,9 @@ pub struct JobSpec {
 }
 
 impl JobSpec {
+    /// The keep rule when none is given.
+    pub const DEFAULT_KEEP: &'static str = "smallest-id";
+
     /// Read a job file. Relative paths in it are relative to the file's folder.
     pub fn from_file(path: &Path) -> Result<JobSpec> {
         let text = std::fs::read_to_string(path)

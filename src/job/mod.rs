@@ -7,5 +7,5 @@ pub mod sql;
 mod summary;
 
 pub use config::{Candidates, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule};
-pub use runner::{run_dedup, run_pairs, PairsSpec, RunOptions};
+pub use runner::{run_dedup, run_fingerprint, run_pairs, PairsSpec, RunOptions};
 pub use summary::{FingerprintSettings, Summary};

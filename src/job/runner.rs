@@ -265,17 +265,34 @@ async fn finish(out: OutputDir, result: Result<Summary>, progress: Progress) -> 
 
 /// Run `neardup dedup`: fingerprints, pairs and clusters of the inputs.
 pub async fn run_dedup(spec: &JobSpec, options: &RunOptions) -> Result<Summary> {
+    run_documents(spec, options, true).await
+}
+
+/// Run `neardup fingerprint`: the fingerprints of the inputs only (the
+/// first three stages of `dedup`, with the same output layout and summary).
+pub async fn run_fingerprint(spec: &JobSpec, options: &RunOptions) -> Result<Summary> {
+    run_documents(spec, options, false).await
+}
+
+async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) -> Result<Summary> {
     let keep = spec.validate()?;
     let ctx = context(&spec.engine).await?;
     let mut progress = Progress::new(options.quiet);
     register_documents(&ctx, spec, &keep).await?;
     progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
     let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
-    let result = dedup_stages(&ctx, spec, &keep, &out, &mut progress).await;
+    let result = dedup_stages(&ctx, spec, &keep, &out, &mut progress, with_join).await;
     finish(out, result, progress).await
 }
 
-async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out: &OutputDir, progress: &mut Progress) -> Result<Summary> {
+async fn dedup_stages(
+    ctx: &SessionContext,
+    spec: &JobSpec,
+    keep: &KeepRule,
+    out: &OutputDir,
+    progress: &mut Progress,
+    with_join: bool,
+) -> Result<Summary> {
     let fp = &spec.fingerprint;
     let settings = FingerprintSettings::of(fp);
     let keep_key = if keep.column().is_some() { ", keep_key" } else { "" };
@@ -321,9 +338,10 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
     // Stage 2: corpus document frequencies, or a saved model. Computed also
     // for weightings without idf when a model is to be saved.
     let mut idf_summary = None;
-    let (weight, df_join) = if fp.weighting.needs_idf() || fp.save_idf_model.is_some() {
-        let (n_docs, source) = match &fp.idf_model {
-            Some(model) => (load_idf_model(ctx, model, &settings).await?, model.clone()),
+    let mut model = None;
+    if fp.weighting.needs_idf() || fp.save_idf_model.is_some() {
+        let (n_docs, source, location) = match &fp.idf_model {
+            Some(model) => (load_idf_model(ctx, model, &settings).await?, model.clone(), model.clone()),
             None => {
                 let df_path = out.staged("_work/corpus_df.parquet");
                 let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n) };
@@ -333,29 +351,21 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
                 if let Some(save) = &fp.save_idf_model {
                     copy_file(ctx, &df_path, save).await?;
                 }
-                (corpus_n, "corpus".to_string())
+                (corpus_n, "corpus".to_string(), df_path)
             }
         };
         let terms = scalar_u64(ctx, "SELECT count(*) FROM corpus_df").await?;
         idf_summary = Some(IdfSummary { source, n_docs, terms, saved_to: fp.save_idf_model.clone() });
         progress.done("corpus_df", format!("{terms} terms over {n_docs} documents"));
         if fp.weighting.needs_idf() {
-            (format!("d.df, {n_docs}"), "LEFT JOIN corpus_df d ON d.hash = t['hash']".to_string())
-        } else {
-            ("NULL, NULL".to_string(), String::new())
+            model = Some((model_files(ctx, &location).await?, n_docs));
         }
-    } else {
-        ("NULL, NULL".to_string(), String::new())
-    };
-    let weight = format!("term_weight(t, {weight}, {}, {})", literal(&fp.weighting.to_string()), literal(fp.idf.as_str()));
+    }
 
     // Stage 3: weights and fingerprints.
-    let voting = match fp.top_k {
-        None => "weighted".to_string(),
-        Some(k) => format!(
-            "(SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY source, id ORDER BY weight DESC, hash) AS term_rank \
-             FROM weighted) WHERE term_rank <= {k}) AS top_terms"
-        ),
+    let ((urls, version), n_docs) = match &model {
+        Some(((urls, version), n)) => ((literal(urls), literal(version)), n.to_string()),
+        None => (("NULL".into(), "NULL".into()), "NULL".into()),
     };
     let fp_path = out.staged("fingerprints/part-00000.parquet");
     let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf_summary.as_ref().map(|i| i.n_docs) };
@@ -364,10 +374,13 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
         &render(
             sql::FINGERPRINTS,
             &[
-                ("weight", &weight),
-                ("df_join", &df_join),
-                ("voting", &voting),
-                ("keep_key", &keep_key.replace("keep_key", "d.keep_key")),
+                ("model", &urls),
+                ("model_version", &version),
+                ("n_docs", &n_docs),
+                ("weighting", &literal(&fp.weighting.to_string())),
+                ("formula", &literal(fp.idf.as_str())),
+                ("top_k", &fp.top_k.map_or("NULL".to_string(), |k| k.to_string())),
+                ("keep_key", keep_key),
                 ("path", &literal(&fp_path)),
             ],
         ),
@@ -377,9 +390,14 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
     register_parquet(ctx, "fingerprints", &fp_path).await?;
     progress.done("fingerprints", format!("weighting {}", fp.weighting));
 
-    let mut summary = join_stages(ctx, &spec.join, keep, out, Some(&meta), progress).await?;
+    let mut summary = if with_join {
+        join_stages(ctx, &spec.join, keep, out, Some(&meta), progress).await?
+    } else {
+        let distinct_fingerprints = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
+        Summary { distinct_fingerprints, ..Summary::default() }
+    };
 
-    if spec.survivors {
+    if spec.survivors && with_join {
         for (i, input) in spec.inputs.iter().enumerate() {
             let path = out.staged(&format!("survivors/{}/part-00000.parquet", input.name));
             collect(
@@ -399,7 +417,7 @@ async fn dedup_stages(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, out
         progress.done("survivors", format!("{} input(s)", spec.inputs.len()));
     }
 
-    summary.command = "dedup".into();
+    summary.command = if with_join { "dedup" } else { "fingerprint" }.into();
     summary.output = out.url().to_string();
     summary.settings = Some(settings);
     summary.idf = idf_summary;
@@ -432,6 +450,19 @@ async fn input_counts(ctx: &SessionContext, inputs: &[InputSpec]) -> Result<Vec<
             InputSummary { name: i.name.clone(), url: i.url.clone(), documents, documents_without_terms }
         })
         .collect())
+}
+
+/// The files of a df table as idf_simhash takes them: their locations, one
+/// per line, and a version that changes when any of them does.
+async fn model_files(ctx: &SessionContext, url: &str) -> Result<(String, String)> {
+    let (table, files) = crate::storage::list_parquet_files(ctx, url).await?;
+    let store = table.object_store();
+    let locations: Vec<String> = files.iter().map(|f| format!("{}{}", store.as_str(), f.location)).collect();
+    let versions: Vec<String> = files
+        .iter()
+        .map(|f| format!("{}:{}:{}", f.size, f.last_modified.timestamp_millis(), f.e_tag.as_deref().unwrap_or("")))
+        .collect();
+    Ok((locations.join("\n"), versions.join(",")))
 }
 
 /// Check a saved IDF model against the run's settings, register it as

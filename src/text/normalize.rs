@@ -15,28 +15,78 @@ use super::is_han;
 
 /// Normalise `text` into `out` (cleared first). Reusing `out` across rows
 /// keeps the hot path free of allocations.
+///
+/// NFKC runs only where it can change something. ASCII and the unified Han
+/// block are stable code points (NFKC quick check Yes, combining class 0):
+/// nothing before them composes with them, so the text can be cut before
+/// each one and normalised piece by piece (UAX #15, "safe boundaries"). A
+/// piece that is one stable character is its own normal form and skips the
+/// normaliser; only the rest (full-width punctuation, a letter with a
+/// combining accent …) goes through it.
 pub fn normalize_into(text: &str, out: &mut String) {
     out.clear();
     out.reserve(text.len());
-    let mut pending_space = false;
-    for c in text.nfkc() {
-        if c.is_whitespace() {
-            pending_space = !out.is_empty();
-            continue;
+    let mut writer = Writer { out, pending_space: false };
+    let (mut start, mut chars, mut stable_first) = (0, 0, false);
+    for (i, c) in text.char_indices() {
+        let stable = is_stable(c);
+        if stable && chars > 0 {
+            writer.piece(&text[start..i], chars == 1 && stable_first);
+            (start, chars) = (i, 0);
         }
-        if pending_space {
-            let between_han = is_han(c) && out.chars().next_back().is_some_and(is_han);
+        if chars == 0 {
+            stable_first = stable;
+        }
+        chars += 1;
+    }
+    if chars > 0 {
+        writer.piece(&text[start..], chars == 1 && stable_first);
+    }
+}
+
+/// Code points that are their own NFKC form and never compose with what
+/// precedes them.
+fn is_stable(c: char) -> bool {
+    c.is_ascii() || matches!(c as u32, 0x4E00..=0x9FFF)
+}
+
+struct Writer<'a> {
+    out: &'a mut String,
+    pending_space: bool,
+}
+
+impl Writer<'_> {
+    fn piece(&mut self, piece: &str, already_normal: bool) {
+        if already_normal {
+            piece.chars().for_each(|c| self.push(c));
+        } else {
+            piece.nfkc().for_each(|c| self.push(c));
+        }
+    }
+
+    /// One NFKC character: white space collapsed (dropped between Han
+    /// characters), cased letters lower-cased.
+    fn push(&mut self, c: char) {
+        if c.is_whitespace() {
+            self.pending_space = !self.out.is_empty();
+            return;
+        }
+        if self.pending_space {
+            let between_han = is_han(c) && self.out.chars().next_back().is_some_and(is_han);
             if !between_han {
-                out.push(' ');
+                self.out.push(' ');
             }
-            pending_space = false;
+            self.pending_space = false;
         }
         if c.is_ascii() {
-            out.push(c.to_ascii_lowercase());
+            self.out.push(c.to_ascii_lowercase());
+        } else if matches!(c as u32, 0x3000..=0x9FFF) {
+            // CJK punctuation, kana and Han: no case (and a quick test).
+            self.out.push(c);
         } else if c.is_uppercase() {
-            out.extend(c.to_lowercase());
+            self.out.extend(c.to_lowercase());
         } else {
-            out.push(c);
+            self.out.push(c);
         }
     }
 }
@@ -71,6 +121,45 @@ mod tests {
     #[test]
     fn cased_scripts_are_lower_cased() {
         assert_eq!(normalize("Hello ΣΟΦΙΑ Straße"), "hello σοφια straße");
+    }
+
+    /// The normaliser as first written: NFKC over the whole text, then the
+    /// same per-character rules.
+    fn reference(text: &str) -> String {
+        let mut writer = Writer { out: &mut String::new(), pending_space: false };
+        text.nfkc().for_each(|c| writer.push(c));
+        writer.out.clone()
+    }
+
+    #[test]
+    fn piecewise_nfkc_equals_nfkc_of_the_whole_text() {
+        // Characters that compose with their neighbours (combining marks,
+        // Hangul jamo), compatibility forms, and the stable ones around them.
+        let pool: Vec<char> = "aeAZ1 ,.中文\u{301}\u{308}\u{30A}\u{327}\u{3099}かは\u{1100}\u{1161}\u{11A8}ＡＢ，。\
+                               \u{3000}\u{F900}ﬁ①㍿\u{FF76}\u{FF9E}Σσ\u{2126}\u{212B}\t\n"
+            .chars()
+            .collect();
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..20_000 {
+            let len = (state % 12) as usize;
+            let text: String = (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    pool[(state % pool.len() as u64) as usize]
+                })
+                .collect();
+            assert_eq!(normalize(&text), reference(&text), "{text:?}");
+        }
+        assert_eq!(normalize("e\u{301}中a\u{30A}"), "é中å");
+    }
+
+    #[test]
+    fn the_cjk_fast_path_skips_no_cased_letter() {
+        for c in (0x3000..=0x9FFFu32).filter_map(char::from_u32) {
+            assert!(!c.is_uppercase() && c.to_lowercase().eq([c]), "{c:?} has a lower case");
+        }
     }
 
     #[test]

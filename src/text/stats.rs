@@ -1,9 +1,6 @@
 //! Per-document term statistics: everything the weightings of spec §3 need
 //! about one document, computed in a single pass over its tokens.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use super::{Analyzer, Mode, Token};
 use crate::fingerprint::hash64;
 use crate::weight::TermFactors;
@@ -26,23 +23,7 @@ pub struct DocStats<'a> {
     pub terms: Vec<TermStat<'a>>,
 }
 
-/// A hasher for keys that are already good 64-bit hashes.
-#[derive(Default)]
-struct IdentityHasher(u64);
-
-impl Hasher for IdentityHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, _: &[u8]) {
-        unreachable!("IdentityHasher only hashes u64 keys")
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-type HashIndex = HashMap<u64, usize, BuildHasherDefault<IdentityHasher>>;
+type HashIndex = super::HashKeyed<usize>;
 
 /// The part-of-speech factor of spec §3: nouns 3, verbs 2, anything else 1.
 pub fn pos_factor(pos: &str) -> u8 {

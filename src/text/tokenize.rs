@@ -11,7 +11,7 @@
 //! (UAX #29) in every word mode, so English or Russian documents never go
 //! through a Chinese dictionary.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::fs;
 use std::io::BufReader;
@@ -19,6 +19,8 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use jieba_rs::Jieba;
+
+use super::WordSet;
 use unicode_segmentation::UnicodeSegmentation;
 
 const BUILTIN_STOPWORDS: &str = include_str!("stopwords.txt");
@@ -142,10 +144,8 @@ impl AnalyzerOptions {
 /// Dictionary, stop words and signal words: everything segmentation needs.
 pub struct Analyzer {
     jieba: Jieba,
-    stopwords: HashSet<Box<str>>,
-    signal_words: Vec<Box<str>>,
-    /// Shortest signal word in bytes: shorter terms cannot contain one.
-    min_signal_len: usize,
+    stopwords: WordSet,
+    signal_words: WordSet,
 }
 
 impl fmt::Debug for Analyzer {
@@ -188,15 +188,14 @@ impl Analyzer {
         };
         // Normalise the lists the way documents are normalised, so that a
         // full-width or upper-case entry still matches.
-        let stopwords = word_list(&stop_text)
-            .map(|w| super::normalize(w).into_boxed_str())
-            .collect();
-        let signal_words: Vec<Box<str>> = word_list(&signal_text)
-            .map(|w| super::normalize(w).into_boxed_str())
-            .filter(|w| !w.is_empty())
-            .collect();
-        let min_signal_len = signal_words.iter().map(|w| w.len()).min().unwrap_or(usize::MAX);
-        Ok(Analyzer { jieba, stopwords, signal_words, min_signal_len })
+        let stopwords: Vec<String> = word_list(&stop_text).map(super::normalize).collect();
+        let signal_words: Vec<String> =
+            word_list(&signal_text).map(super::normalize).filter(|w| !w.is_empty()).collect();
+        Ok(Analyzer {
+            jieba,
+            stopwords: WordSet::new(stopwords.iter().map(String::as_str)),
+            signal_words: WordSet::new(signal_words.iter().map(String::as_str)),
+        })
     }
 
     /// The process-wide analyzer for an options string, built on first use.
@@ -215,13 +214,19 @@ impl Analyzer {
 
     /// Whether `term` is a feature: it has a letter or digit and is no stop word.
     pub fn is_feature(&self, term: &str) -> bool {
-        term.chars().any(char::is_alphanumeric) && !self.stopwords.contains(term)
+        // The unified Han block and ASCII first: the general test is a table search.
+        let letter_or_digit = |c: char| match c as u32 {
+            0..=0x7F => c.is_ascii_alphanumeric(),
+            0x4E00..=0x9FFF => true,
+            _ => c.is_alphanumeric(),
+        };
+        term.chars().any(letter_or_digit)
+            && !self.stopwords.contains(term)
     }
 
     /// Whether `term` is, or contains, a signal word.
     pub fn has_signal_word(&self, term: &str) -> bool {
-        term.len() >= self.min_signal_len
-            && self.signal_words.iter().any(|s| term.contains(&**s))
+        self.signal_words.found_in(term)
     }
 
     /// Append the features of already normalised `text` to `out`.

@@ -18,6 +18,7 @@ mod first_common_band;
 mod hamming;
 mod hash64;
 mod idf;
+mod idf_simhash;
 mod line_hashes;
 mod minhash_keys;
 mod numeric;
@@ -41,6 +42,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(term_stats::TermStats::default())),
         Arc::new(ScalarUDF::from(term_weight::TermWeight::default())),
         Arc::new(ScalarUDF::from(idf::Idf::default())),
+        Arc::new(ScalarUDF::from(idf_simhash::IdfSimhash::default())),
         Arc::new(ScalarUDF::from(hash64::Hash64::default())),
         Arc::new(ScalarUDF::from(simhash::Simhash::default())),
         Arc::new(ScalarUDF::from(hamming::Hamming::default())),
@@ -128,7 +130,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 15);
+        assert_eq!(names.len(), 16);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());

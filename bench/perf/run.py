@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""neardup's performance suite, in one command.
+
+    python3 bench/perf/run.py               # release build, full inputs (~30 min on 2 cores)
+    python3 bench/perf/run.py --quick       # small slices, dev build: proves the suite works
+
+It builds neardup and the jieba-rs baseline (examples/jieba_baseline.rs),
+installs the peer tools from PyPI into a throwaway virtual environment,
+then measures, on this machine and in this run:
+
+  fingerprint  the fingerprint stage alone (`neardup fingerprint`: Parquet in,
+               fingerprints out, corpus IDF included) on heybox_articles and
+               weibo_reposts, on one core and on all, as MB/s per core and as a
+               ratio to raw jieba-rs segmentation of the same texts on one core;
+  peers        the same documents through the source blog's Python method,
+               `simhash` (+ SimhashIndex), `datasketch` (+ MinHashLSH) and
+               Apache Spark's MinHashLSH (local mode), fingerprinting and pair
+               finding timed apart, with peak memory; neardup's `pairs` beside;
+  join         the banded self-join alone on synthetic fingerprints (uniform
+               plus planted near pairs) at three sizes, for the default band
+               plan and the 20-table plan (m = 6), with and without a 2 GiB
+               memory limit at the largest size: time, peak memory, candidate
+               pairs per true pair, and the growth between sizes;
+  dedup        the whole `neardup dedup` on weibo_reposts and heybox_articles.
+
+Results go to OUT/results.json and OUT/results.md (OUT defaults to
+target/perf) with the machine, the commit and every command run. Times are
+wall-clock seconds; peak memory is the largest resident set of the process
+(/usr/bin/time). Nothing here asserts a time: the machine is noisy, and the
+table states the targets beside the measurements instead.
+"""
+
+import argparse
+import json
+import math
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+PEERS = ["blog", "simhash", "datasketch", "spark"]
+PEER_PACKAGES = ["pyarrow", "jieba", "simhash", "datasketch", "pyspark", "numpy"]
+# (name, file, text column, title column or "")
+DATASETS = [
+    ("heybox_articles", "heybox_articles.parquet", "text", "title"),
+    ("weibo_reposts", "weibo_reposts.parquet", "text", ""),
+]
+
+
+def log(message):
+    print(f"[perf] {message}", file=sys.stderr, flush=True)
+
+
+class Suite:
+    def __init__(self, args):
+        self.args = args
+        self.out = Path(args.out).resolve()
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.work = self.out / "work"
+        self.work.mkdir(exist_ok=True)
+        self.commands = []
+        self.cores = os.cpu_count() or 1
+        self.results = {"machine": machine(), "mode": "quick" if args.quick else "full", "commands": self.commands}
+
+    # -- running things -----------------------------------------------------------
+
+    def measure(self, cmd, one_core=False, timeout=None, env=None):
+        """Run `cmd`, returning wall/user/sys seconds, peak RSS (MB) and stdout."""
+        if one_core:
+            cmd = ["taskset", "-c", "0"] + cmd
+        shown = " ".join(shlex.quote(str(c)) for c in cmd)
+        self.commands.append(shown.replace(str(ROOT) + "/", ""))
+        with tempfile.NamedTemporaryFile("r", suffix=".time") as stats:
+            full = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", stats.name] + [str(c) for c in cmd]
+            log(shown if len(shown) < 200 else shown[:200] + " …")
+            try:
+                done = subprocess.run(full, capture_output=True, text=True, timeout=timeout, env=env)
+            except subprocess.TimeoutExpired:
+                return {"timed_out_after_s": timeout}
+            if done.returncode != 0:
+                raise SystemExit(f"command failed ({done.returncode}): {shown}\n{done.stderr[-3000:]}")
+            wall, user, system, rss_kb = stats.read().split()[-4:]
+        return {
+            "wall_s": float(wall),
+            "cpu_s": round(float(user) + float(system), 2),
+            "peak_mb": round(int(rss_kb) / 1024),
+            "stdout": done.stdout,
+        }
+
+    def neardup(self, *args, one_core=False, timeout=None):
+        result = self.measure([self.binary] + list(args) + ["--json", "--quiet"], one_core=one_core, timeout=timeout)
+        if "stdout" in result:
+            result["summary"] = json.loads(result.pop("stdout"))
+        return result
+
+    # -- setup ------------------------------------------------------------------------
+
+    def build(self):
+        target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+        profile = self.args.profile
+        cmd = ["cargo", "build", "--bin", "neardup", "--example", "jieba_baseline"]
+        cmd += ["--release"] if profile == "release" else []
+        log("building: " + " ".join(cmd))
+        subprocess.run(cmd, cwd=ROOT, check=True)
+        folder = target / ("release" if profile == "release" else "debug")
+        self.binary = folder / "neardup"
+        self.baseline = folder / "examples" / "jieba_baseline"
+        self.results["build"] = {"profile": profile, "command": " ".join(cmd)}
+
+    def venv(self):
+        folder = Path(self.args.venv)
+        python = folder / "bin" / "python"
+        if not python.exists():
+            log(f"creating the peers' virtual environment in {folder}")
+            subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
+        packages = [p for p in PEER_PACKAGES if "spark" not in self.args.skip or p not in ("pyspark", "numpy")]
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"] + packages, check=True)
+        versions = subprocess.run(
+            [str(python), "-m", "pip", "list", "--format", "json", "--disable-pip-version-check"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+        wanted = {p.lower() for p in packages}
+        self.results["peer_versions"] = {p["name"]: p["version"] for p in json.loads(versions) if p["name"].lower() in wanted}
+        self.python = python
+
+    def datasets(self):
+        """The inputs: the shared files, or their first rows in quick mode."""
+        data = Path(self.args.data).resolve()
+        chosen = []
+        for name, file, text, title in DATASETS:
+            path = data / file
+            if not path.exists():
+                raise SystemExit(f"{path} is missing: pass --data with the folder of the shared Parquet files")
+            if self.args.quick:
+                sliced = self.work / f"{name}-quick.parquet"
+                subprocess.run(
+                    [str(self.python), "-c",
+                     "import sys, pyarrow.parquet as pq; "
+                     "pq.write_table(pq.read_table(sys.argv[1]).slice(0, int(sys.argv[3])), sys.argv[2])",
+                     str(path), str(sliced), str(self.args.quick_rows)],
+                    check=True,
+                )
+                path = sliced
+            chosen.append((name, path, text, title))
+        return chosen
+
+    # -- sections ---------------------------------------------------------------------
+
+    def fingerprint(self, datasets):
+        rows = []
+        for name, path, text, title in datasets:
+            base = self.measure([self.baseline, path, text], one_core=True)
+            jieba = json.loads(base["stdout"])
+            mb = jieba["bytes"] / 1e6
+            title_args = ["--title-col", title]
+            row = {"dataset": name, "documents": jieba["documents"], "mb": round(mb, 2),
+                   "jieba_mb_s": {m: jieba[m]["mb_per_s"] for m in ("cut", "tag", "cut_all")}}
+            runs = [
+                ("improved_1core", ["--weighting", "improved"], True, "tag"),
+                ("tfidf_1core", ["--weighting", "tfidf"], True, "cut"),
+                ("improved_all_cores", ["--weighting", "improved"], False, "tag"),
+            ]
+            for label, weighting, one_core, reference in runs:
+                out = self.work / f"fp-{name}-{label}"
+                r = self.neardup("fingerprint", "--input", path, *title_args, *weighting, "--output", out,
+                                 "--overwrite", one_core=one_core)
+                cores = 1 if one_core else self.cores
+                per_core = mb / r["wall_s"] / cores
+                row[label] = {
+                    "wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "peak_mb": r["peak_mb"],
+                    "mb_s_per_core": round(per_core, 2),
+                    f"ratio_to_jieba_{reference}": round(per_core / jieba[reference]["mb_per_s"], 3),
+                    "stages_ms": r["summary"]["timings_ms"],
+                }
+            rows.append(row)
+        self.results["fingerprint"] = rows
+
+    def peers(self, datasets):
+        rows = []
+        for name, path, text, _title in datasets:
+            fp_dir = self.work / f"fp-{name}-improved_all_cores" / "fingerprints"
+            out = self.work / f"pairs-{name}"
+            ours = self.neardup("pairs", "--fingerprints", fp_dir, "--output", out, "--overwrite")
+            fp = next(r for r in self.results["fingerprint"] if r["dataset"] == name)["improved_all_cores"]
+            rows.append({
+                "dataset": name, "tool": "neardup", "cores": self.cores,
+                "fingerprint_s": fp["wall_s"], "fingerprint_peak_mb": fp["peak_mb"],
+                "pairs_s": ours["wall_s"], "pairs_peak_mb": ours["peak_mb"],
+                "pairs": ours["summary"]["pairs"], "pairs_among": ours["summary"]["documents"],
+            })
+            for peer in PEERS:
+                if peer in self.args.skip:
+                    continue
+                cmd = [self.python, HERE / "peers.py", peer, "--input", path, "--text-col", text]
+                limit = self.args.pairs_limit.get(peer, {}).get(name)
+                if limit:
+                    cmd += ["--pairs-limit", str(limit)]
+                r = self.measure(cmd, timeout=self.args.peer_timeout)
+                row = {"dataset": name, "tool": peer, "cores": self.cores if peer == "spark" else 1}
+                if "timed_out_after_s" in r:
+                    row["timed_out_after_s"] = r["timed_out_after_s"]
+                else:
+                    p = json.loads(r["stdout"].strip().splitlines()[-1])
+                    row.update({
+                        "fingerprint_s": p["fingerprint_seconds"], "pairs_s": p["pairs_seconds"],
+                        "peak_mb": r["peak_mb"], "wall_s": r["wall_s"],
+                        "pairs": p["pairs"], "pairs_among": p["pairs_among_documents"],
+                    })
+                rows.append(row)
+        self.results["peers"] = rows
+
+    def join(self):
+        rows = []
+        collisions_of = {}
+        sizes = self.args.join_sizes
+        for n in sizes:
+            fps = self.work / f"synthetic-{n}.parquet"
+            made = subprocess.run([str(self.python), HERE / "synthetic_fingerprints.py", "--rows", str(n), "--out", fps],
+                                  check=True, capture_output=True, text=True)
+            planted = int(made.stdout.split()[-1])
+            plans = [("default", []), ("20 tables (m=6)", ["--band-blocks", "6"])]
+            for plan, plan_args in plans:
+                # The memory limit at the largest size, for the default plan.
+                limits = [None] + (["2G"] if n == max(sizes) and not plan_args else [])
+                for limit in limits:
+                    extra = ["--memory-limit", limit] if limit else []
+                    r = self.neardup("pairs", "--fingerprints", fps, "--candidates", "simhash", "--verify", "none",
+                                     "-k", "3", *plan_args, *extra, "--output", self.work / "join-out", "--overwrite")
+                    s = r["summary"]
+                    # The join is exact: every planted pair is found, by every plan.
+                    if s["near_fingerprint_pairs"] < planted:
+                        raise SystemExit(f"join lost pairs: {s['near_fingerprint_pairs']} found, {planted} planted ({fps})")
+                    band = s["band_plan"]
+                    if (n, band["m"]) not in collisions_of:
+                        collisions_of[(n, band["m"])] = self.band_collisions(fps, band["k"], band["m"])
+                    collisions = collisions_of[(n, band["m"])]
+                    rows.append({
+                        "rows": n, "planted_pairs": planted, "plan": plan, "m": band["m"], "bands": band["bands"], "memory_limit": limit,
+                        "wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "peak_mb": r["peak_mb"],
+                        "true_pairs": s["near_fingerprint_pairs"], "band_key_matches": collisions,
+                        "candidates_per_true_pair": round(collisions / max(1, s["near_fingerprint_pairs"]), 2),
+                        "join_ms": s["timings_ms"].get("join"),
+                    })
+        self.results["join"] = rows
+        self.results["join_growth"] = growth(rows, sizes)
+
+    def band_collisions(self, fps, k, m):
+        """Pairs of distinct fingerprints sharing a band key: the equi-join's output."""
+        query = (
+            f"WITH f AS (SELECT DISTINCT simhash FROM fp WHERE simhash IS NOT NULL), "
+            f"keyed AS (SELECT unnest(band_keys(simhash, {k}, {m})) AS b FROM f), "
+            f"c AS (SELECT count(*) AS c FROM keyed GROUP BY b['band'], b['key']) "
+            f"SELECT CAST(sum(c * (c - 1) / 2) AS BIGINT) AS matches FROM c"
+        )
+        done = subprocess.run([str(self.binary), "sql", "-t", f"fp={fps}", "--format", "json", "-c", query],
+                              capture_output=True, text=True, check=True)
+        return json.loads(done.stdout.strip().splitlines()[-1])["matches"] or 0
+
+    def dedup(self, datasets):
+        rows = []
+        for name, path, _text, title in datasets:
+            r = self.neardup("dedup", "--input", path, "--title-col", title, "--output", self.work / f"dedup-{name}",
+                             "--overwrite")
+            s = r["summary"]
+            rows.append({
+                "dataset": name, "documents": s["documents"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+                "peak_mb": r["peak_mb"], "pairs": s["pairs"], "clusters": s["clusters"],
+                "candidate_pairs": s["candidate_pairs"], "stages_ms": s["timings_ms"],
+            })
+        self.results["dedup"] = rows
+
+    # -- reporting --------------------------------------------------------------------
+
+    def write(self):
+        (self.out / "results.json").write_text(json.dumps(self.results, indent=2, ensure_ascii=False) + "\n")
+        (self.out / "results.md").write_text(markdown(self.results))
+        log(f"wrote {self.out / 'results.md'} and results.json")
+
+
+def growth(rows, sizes):
+    """Time ratios between sizes against n log n, per plan (no memory limit)."""
+    out = []
+    for plan in sorted({r["plan"] for r in rows}):
+        runs = {r["rows"]: r for r in rows if r["plan"] == plan and r["memory_limit"] is None}
+        for small, large in zip(sizes, sizes[1:]):
+            if small in runs and large in runs:
+                out.append({
+                    "plan": plan, "from": small, "to": large,
+                    "time_ratio": round(runs[large]["wall_s"] / max(runs[small]["wall_s"], 1e-3), 1),
+                    "n_log_n_ratio": round(large * math.log(large) / (small * math.log(small)), 1),
+                })
+    return out
+
+
+def machine():
+    model = ""
+    try:
+        model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    mem = ""
+    try:
+        mem = f"{int(next(l.split()[1] for l in open('/proc/meminfo') if l.startswith('MemTotal'))) / 2**20:.0f} GiB"
+    except (OSError, StopIteration):
+        pass
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+    return {"cores": os.cpu_count(), "cpu": model, "memory": mem, "os": platform.platform(), "commit": commit,
+            "rustc": rustc, "python": platform.python_version(), "date": time.strftime("%Y-%m-%d %H:%M")}
+
+
+def table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(r):
+    m = r["machine"]
+    parts = [
+        f"# neardup performance ({r['mode']} run)\n",
+        f"Machine: {m['cores']} cores ({m['cpu']}), {m['memory']}; {m['os']}; {m['rustc']}; commit {m['commit']}; "
+        f"{m['date']}. Build: `{r['build']['command']}`. Wall-clock seconds; peak memory is the process's "
+        f"largest resident set.\n",
+    ]
+    if "fingerprint" in r:
+        parts.append("\n## Fingerprint stage against raw jieba-rs (per core)\n\n"
+                     "`neardup fingerprint` (Parquet in, fingerprints out, corpus IDF included) pinned to one core, "
+                     "and on all cores; jieba-rs on one core over the same texts, in memory. Target: improved ≥ 0.7 × "
+                     "`tag`, tfidf (no POS) ≥ 0.8 × `cut`.\n\n")
+        rows = []
+        for f in r["fingerprint"]:
+            j = f["jieba_mb_s"]
+            rows.append([
+                f["dataset"], f"{f['documents']:,}", f["mb"], f"{j['cut']} / {j['tag']} / {j['cut_all']}",
+                f"{f['improved_1core']['mb_s_per_core']} ({f['improved_1core']['ratio_to_jieba_tag']}× tag)",
+                f"{f['tfidf_1core']['mb_s_per_core']} ({f['tfidf_1core']['ratio_to_jieba_cut']}× cut)",
+                f"{f['improved_all_cores']['wall_s']} s, {f['improved_all_cores']['mb_s_per_core']}/core "
+                f"({f['improved_all_cores']['ratio_to_jieba_tag']}× tag), {f['improved_all_cores']['peak_mb']} MB",
+            ])
+        parts.append(table(["dataset", "docs", "MB", "jieba-rs cut / tag / cut_all MB/s", "improved, 1 core MB/s",
+                            "tfidf, 1 core MB/s", f"improved, {m['cores']} cores"], rows))
+    if "peers" in r:
+        parts.append("\n## Peers on the same documents\n\n"
+                     "Fingerprinting and pair finding timed apart inside each tool (its start-up excluded); MB/s per "
+                     "core is the text's size over fingerprinting time and the cores the tool used. neardup's pairs "
+                     "are `neardup pairs` on its fingerprints (SimHash k=3 plus MinHash 32×4, Jaccard-checked); "
+                     "peak memory for neardup is the larger of its two processes.\n\n")
+        rows = []
+        size = {f["dataset"]: f["mb"] for f in r.get("fingerprint", [])}
+        ours = {p["dataset"]: p for p in r["peers"] if p["tool"] == "neardup"}
+        for p in r["peers"]:
+            if "timed_out_after_s" in p:
+                rows.append([p["dataset"], p["tool"], f"did not finish in {p['timed_out_after_s']} s", "", "", "", "", ""])
+                continue
+            per_core = size.get(p["dataset"], 0) / max(p["fingerprint_s"], 1e-3) / p["cores"]
+            speedup = ""
+            if p["tool"] != "neardup":
+                n = ours[p["dataset"]]
+                n_per_core = size[p["dataset"]] / n["fingerprint_s"] / n["cores"]
+                speedup = f"{n_per_core / max(per_core, 1e-9):.0f}×"
+            peak = p.get("peak_mb") or max(p["fingerprint_peak_mb"], p["pairs_peak_mb"])
+            among = "all" if p["pairs_among"] >= (ours[p["dataset"]]["pairs_among"]) else f"first {p['pairs_among']:,}"
+            rows.append([p["dataset"], p["tool"], p["cores"], p["fingerprint_s"], f"{per_core:.2f}", speedup,
+                         f"{p['pairs_s']} ({among})", f"{p['pairs']:,}", peak])
+        parts.append(table(["dataset", "tool", "cores", "fingerprint s", "MB/s per core", "neardup per core is",
+                            "pairs s (documents)", "pairs", "peak MB"], rows))
+    if "join" in r:
+        parts.append("\n## Banded self-join alone (synthetic fingerprints, k = 3)\n\n"
+                     "`neardup pairs --candidates simhash --verify none` on uniform random fingerprints with 1 % planted "
+                     "near copies. Band-key matches are the equi-join's output before the exact distance check.\n\n")
+        rows = [[f"{j['rows']:,}", j["plan"], f"{j['m']} / {j['bands']}", j["memory_limit"] or "none", j["wall_s"],
+                 j["join_ms"], j["peak_mb"], f"{j['true_pairs']:,}", f"{j['band_key_matches']:,}",
+                 j["candidates_per_true_pair"]] for j in r["join"]]
+        parts.append(table(["rows", "plan", "m / bands", "memory limit", "wall s", "join stage ms", "peak MB",
+                            "true pairs", "band-key matches", "candidates per true pair"], rows))
+        if r.get("join_growth"):
+            parts.append("\nGrowth (wall time, no memory limit):\n\n")
+            parts.append(table(["plan", "from", "to", "time ×", "n log n ×"],
+                               [[g["plan"], f"{g['from']:,}", f"{g['to']:,}", g["time_ratio"], g["n_log_n_ratio"]]
+                                for g in r["join_growth"]]))
+    if "dedup" in r:
+        parts.append("\n## Whole `neardup dedup` (defaults, all cores)\n\n")
+        rows = [[d["dataset"], f"{d['documents']:,}", d["wall_s"], d["cpu_s"], d["peak_mb"], f"{d['candidate_pairs']:,}",
+                 f"{d['pairs']:,}", f"{d['clusters']:,}",
+                 ", ".join(f"{k} {v / 1000:.1f}" for k, v in d["stages_ms"].items())] for d in r["dedup"]]
+        parts.append(table(["dataset", "docs", "wall s", "cpu s", "peak MB", "candidates", "pairs", "clusters",
+                            "stages (s)"], rows))
+    parts.append("\n## Commands\n\n```\n" + "\n".join(r["commands"]) + "\n```\n")
+    return "".join(parts)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="small inputs and the dev build: proves the suite runs")
+    p.add_argument("--out", default=str(ROOT / "target" / "perf"))
+    p.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
+    p.add_argument("--profile", choices=["release", "dev"], help="cargo profile [release; dev with --quick]")
+    p.add_argument("--venv", default=str(Path.home() / ".cache" / "neardup" / "bench-venv"),
+                   help="virtual environment for the peer tools (created if missing)")
+    p.add_argument("--sections", default="fingerprint,peers,join,dedup")
+    p.add_argument("--skip", default="", help="peers to leave out, comma-separated (blog,simhash,datasketch,spark)")
+    p.add_argument("--peer-timeout", type=int, default=1200, help="seconds before a peer run is given up")
+    args = p.parse_args()
+    args.profile = args.profile or ("dev" if args.quick else "release")
+    args.skip = [s for s in args.skip.split(",") if s]
+    args.quick_rows = 1500
+    args.join_sizes = [10_000, 100_000] if args.quick else [100_000, 1_000_000, 10_000_000]
+    # The blog compares every pair in Python: quadratic, so on the first
+    # 5,000 documents only. Pair finding in the other tools lists every
+    # pair of a group, and weibo_reposts has a group of 38,254 identical
+    # reposts (731 million pairs): on its first 50,000 documents only.
+    args.pairs_limit = {
+        "blog": {"heybox_articles": 5000, "weibo_reposts": 5000},
+        "simhash": {"weibo_reposts": 50000},
+        "datasketch": {"weibo_reposts": 50000},
+        "spark": {"weibo_reposts": 50000},
+    }
+    sections = args.sections.split(",")
+    if "peers" in sections and "fingerprint" not in sections:
+        raise SystemExit("--sections: peers needs fingerprint (neardup's side of the comparison)")
+
+    suite = Suite(args)
+    suite.build()
+    suite.venv()
+    data = suite.datasets()
+    if "fingerprint" in sections:
+        suite.fingerprint(data)
+    if "peers" in sections:
+        suite.peers(data)
+    if "join" in sections:
+        suite.join()
+    if "dedup" in sections:
+        suite.dedup(data)
+    suite.write()
+
+
+if __name__ == "__main__":
+    main()

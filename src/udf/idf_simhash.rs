@@ -1,0 +1,275 @@
+//! `idf_simhash(terms, model, version, n, weighting [, formula [, top_k]])`:
+//! a document's SimHash from its `term_stats`, weighted with corpus document
+//! frequencies, in one pass over the row.
+//!
+//! It computes what `unnest` + `LEFT JOIN` on the df table + `term_weight` +
+//! `simhash_agg … GROUP BY document` compute (the same weights, the same
+//! fixed-point votes, so the same fingerprints), without the join and the
+//! grouping: the df table is read once per process and kept in memory,
+//! keyed by its location and version. Every node of a cluster reads it for
+//! itself, as it builds its own analyzer, so the function stays stateless
+//! from the plan's point of view.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StructArray, UInt64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, UInt32Type, UInt64Type, UInt8Type};
+use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use object_store::ObjectStoreExt;
+use parquet::arrow::ProjectionMask;
+
+use super::args::{doc, finish, is_string, scalar_str, to_arrays};
+use crate::fingerprint::{fixed_weight, SimHasher};
+use crate::text::HashKeyed;
+use crate::weight::{IdfFormula, TermFactors, Weighting};
+
+/// Models kept per process (the latest ones used).
+const CACHED_MODELS: usize = 4;
+
+/// Document frequencies by term hash.
+type DfTable = HashKeyed<f64>;
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct IdfSimhash {
+    signature: Signature,
+}
+
+impl Default for IdfSimhash {
+    fn default() -> Self {
+        IdfSimhash { signature: Signature::user_defined(Volatility::Immutable) }
+    }
+}
+
+fn result_fields() -> Fields {
+    Fields::from(vec![Field::new("simhash", DataType::UInt64, true), Field::new("n_terms", DataType::Int64, false)])
+}
+
+fn execution(e: impl std::fmt::Display) -> DataFusionError {
+    DataFusionError::Execution(format!("idf_simhash: {e}"))
+}
+
+impl ScalarUDFImpl for IdfSimhash {
+    fn name(&self) -> &str {
+        "idf_simhash"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        if !(5..=7).contains(&arg_types.len()) {
+            return plan_err!(
+                "idf_simhash takes 5 to 7 arguments (terms, model, version, n, weighting [, formula [, top_k]]), got {}",
+                arg_types.len()
+            );
+        }
+        let mut out = Vec::with_capacity(arg_types.len());
+        match &arg_types[0] {
+            t @ DataType::List(f) if matches!(f.data_type(), DataType::Struct(_)) => out.push(t.clone()),
+            other => return plan_err!("idf_simhash: argument 'terms' must be the list term_stats returns, got {other}"),
+        }
+        for (i, t) in arg_types.iter().enumerate().skip(1) {
+            out.push(match i {
+                1 | 2 | 4 | 5 if is_string(t) => DataType::Utf8,
+                3 if t.is_numeric() || t == &DataType::Null => DataType::Float64,
+                6 if t.is_integer() || t == &DataType::Null => DataType::Int64,
+                _ => return plan_err!("idf_simhash: argument {} has the wrong type {t}", i + 1),
+            });
+        }
+        Ok(out)
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Struct(result_fields()))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let name = self.name();
+        let weighting: Weighting = match scalar_str(&args.args, 4, name, "weighting")? {
+            Some(w) => w.parse().map_err(execution)?,
+            None => Weighting::default(),
+        };
+        let formula: IdfFormula = match scalar_str(&args.args, 5, name, "formula")? {
+            Some(f) => f.parse().map_err(execution)?,
+            None => IdfFormula::default(),
+        };
+        let top_k = match args.args.get(6) {
+            None | Some(ColumnarValue::Scalar(ScalarValue::Int64(None) | ScalarValue::Null)) => None,
+            Some(ColumnarValue::Scalar(ScalarValue::Int64(Some(k)))) if *k > 0 => Some(*k as usize),
+            Some(_) => return exec_err!("idf_simhash: 'top_k' must be a positive integer constant or NULL"),
+        };
+        let n = match &args.args[3] {
+            ColumnarValue::Scalar(ScalarValue::Float64(n)) => *n,
+            _ => return exec_err!("idf_simhash: 'n' must be a constant"),
+        };
+        let model = match (weighting.needs_idf(), scalar_str(&args.args, 1, name, "model")?) {
+            (false, _) => None,
+            (true, Some(urls)) if !urls.is_empty() => {
+                let version = scalar_str(&args.args, 2, name, "version")?.unwrap_or_default();
+                Some(model(&urls, &version)?)
+            }
+            (true, _) => return exec_err!("idf_simhash: weighting '{weighting}' needs a df table ('model')"),
+        };
+        let n = match (weighting.needs_idf(), n) {
+            (true, None) => return exec_err!("idf_simhash: weighting '{weighting}' needs the corpus size n"),
+            (_, n) => n.unwrap_or(0.0),
+        };
+
+        let (arrays, all_scalar) = to_arrays(&args.args[..1], args.number_rows)?;
+        let list = arrays[0].as_list::<i32>();
+        let items = list.values().as_struct();
+        let field = |name: &str, t: &DataType| -> Result<ArrayRef> {
+            let column = items
+                .column_by_name(name)
+                .ok_or_else(|| execution(format!("the terms have no field '{name}' (pass the list term_stats returns)")))?;
+            Ok(cast(column, t)?)
+        };
+        let hash = field("hash", &DataType::UInt64)?;
+        let count = field("count", &DataType::UInt32)?;
+        let tf = field("tf", &DataType::Float64)?;
+        let (cx, len) = (field("cx", &DataType::UInt8)?, field("len", &DataType::Float64)?);
+        let (logo, title) = (field("logo", &DataType::UInt8)?, field("title", &DataType::UInt8)?);
+        let hash = hash.as_primitive::<UInt64Type>();
+        let (count, tf, cx) = (count.as_primitive::<UInt32Type>(), tf.as_primitive::<Float64Type>(), cx.as_primitive::<UInt8Type>());
+        let (len, logo, title) = (len.as_primitive::<Float64Type>(), logo.as_primitive::<UInt8Type>(), title.as_primitive::<UInt8Type>());
+
+        let offsets = list.value_offsets();
+        let mut simhashes = Vec::with_capacity(list.len());
+        let mut n_terms = Vec::with_capacity(list.len());
+        let mut votes: Vec<(u64, f64, u32)> = Vec::new();
+        for row in 0..list.len() {
+            votes.clear();
+            if list.is_valid(row) {
+                for j in offsets[row] as usize..offsets[row + 1] as usize {
+                    let factors = TermFactors {
+                        count: count.value(j),
+                        tf: tf.value(j),
+                        cx: cx.value(j),
+                        len: len.value(j),
+                        logo: logo.value(j),
+                        title: title.value(j),
+                    };
+                    let h = hash.value(j);
+                    // A term missing from the document frequencies counts as df = 1.
+                    let idf = match &model {
+                        Some(df) => formula.idf(df.get(&h).copied().unwrap_or(1.0), n),
+                        None => 1.0,
+                    };
+                    votes.push((h, weighting.weight(&factors, idf), factors.count));
+                }
+            }
+            if let Some(k) = top_k.filter(|&k| k < votes.len()) {
+                // The K heaviest terms; ties go to the smaller hash.
+                votes.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                votes.truncate(k);
+            }
+            if votes.is_empty() {
+                simhashes.push(None);
+                n_terms.push(0);
+                continue;
+            }
+            let mut hasher = SimHasher::default();
+            for &(h, w, _) in &votes {
+                hasher.add_fixed(h, fixed_weight(w));
+            }
+            simhashes.push(Some(hasher.finish()));
+            n_terms.push(votes.iter().map(|v| i64::from(v.2)).sum());
+        }
+        let columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(simhashes)), Arc::new(Int64Array::from(n_terms))];
+        finish(Arc::new(StructArray::new(result_fields(), columns, None)), all_scalar)
+    }
+
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: OnceLock<Documentation> = OnceLock::new();
+        Some(DOC.get_or_init(|| {
+            doc(
+                "A document's SimHash from its term_stats, each term weighted as term_weight does \
+                 with its document frequency from a df table, the votes summed as simhash_agg sums \
+                 them: the same fingerprint as unnest, a join on the df table and simhash_agg grouped \
+                 by document, computed row by row. The df table (Parquet with columns hash and df, \
+                 as --save-idf-model writes) is read once per process and kept by location and \
+                 version. Returns {simhash, n_terms}: NULL and 0 for a document without terms.",
+                "idf_simhash(terms, model, version, n, weighting [, formula [, top_k]])",
+                "```sql\n> SELECT idf_simhash(term_stats('北京 北京', NULL), NULL, NULL, NULL, 'tf')['n_terms'];\n2\n```",
+                &[
+                    ("terms", "The list term_stats returns."),
+                    ("model", "Location of the df table (a path or URL; several separated by line breaks), NULL for weightings without idf."),
+                    ("version", "Any text that changes when the table does (e.g. its size and time): part of the cache key."),
+                    ("n", "Documents of the corpus with at least one term."),
+                    ("weighting", "none, tf, tfidf, improved, or improved:F+F… as for term_weight."),
+                    ("formula", "standard (default) or df-plus-one."),
+                    ("top_k", "Only the K heaviest terms vote (ties: smaller hash first); NULL for all."),
+                ],
+            )
+        }))
+    }
+}
+
+/// The df table at `urls` (one or more files, line-separated), from the
+/// process's cache or read now.
+fn model(urls: &str, version: &str) -> Result<Arc<DfTable>> {
+    static CACHE: OnceLock<Mutex<VecDeque<(String, Arc<DfTable>)>>> = OnceLock::new();
+    let key = format!("{urls}\n{version}");
+    // Held while reading: the other partitions need the same table anyway.
+    let mut cache = CACHE.get_or_init(Default::default).lock().map_err(|_| execution("model cache poisoned"))?;
+    if let Some((_, table)) = cache.iter().find(|(k, _)| *k == key) {
+        return Ok(table.clone());
+    }
+    let mut table = DfTable::default();
+    for url in urls.lines().filter(|u| !u.is_empty()) {
+        read_df_file(url, &mut table)?;
+    }
+    let table = Arc::new(table);
+    if cache.len() == CACHED_MODELS {
+        cache.pop_front();
+    }
+    cache.push_back((key, table.clone()));
+    Ok(table)
+}
+
+fn read_df_file(url: &str, into: &mut DfTable) -> Result<()> {
+    let bytes = fetch(url).map_err(|e| execution(format!("cannot read the df table '{url}': {e}")))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map_err(|e| execution(format!("df table '{url}' is not Parquet: {e}")))?;
+    let schema = builder.schema().clone();
+    let (Ok(h), Ok(d)) = (schema.index_of("hash"), schema.index_of("df")) else {
+        return exec_err!("idf_simhash: df table '{url}' lacks the columns hash and df");
+    };
+    let mask = ProjectionMask::roots(builder.parquet_schema(), [h, d]);
+    for batch in builder.with_projection(mask).build()? {
+        let batch = batch?;
+        let (hi, di) = (batch.schema().index_of("hash")?, batch.schema().index_of("df")?);
+        let hashes = cast(batch.column(hi), &DataType::UInt64)?;
+        let dfs = cast(batch.column(di), &DataType::Float64)?;
+        let (hashes, dfs) = (hashes.as_primitive::<UInt64Type>(), dfs.as_primitive::<Float64Type>());
+        for i in 0..batch.num_rows() {
+            if hashes.is_valid(i) && dfs.is_valid(i) {
+                into.insert(hashes.value(i), dfs.value(i));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A file's bytes: local paths directly, object-store URLs through a store
+/// built from the environment (as every neardup process builds them), on a
+/// thread of its own so that no async runtime is entered from this one.
+fn fetch(url: &str) -> std::result::Result<Bytes, String> {
+    if let Some(path) = url.strip_prefix("file://").or((!url.contains("://")).then_some(url)) {
+        return std::fs::read(path).map(Bytes::from).map_err(|e| e.to_string());
+    }
+    let parsed = url::Url::parse(url).map_err(|e| e.to_string())?;
+    let store = crate::storage::stores::store_from_env(&parsed).map_err(|e| e.to_string())?;
+    let path = object_store::path::Path::from_url_path(parsed.path()).map_err(|e| e.to_string())?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+            runtime.block_on(async { store.get(&path).await?.bytes().await }).map_err(|e| e.to_string())
+        })
+        .join()
+        .map_err(|_| "the reading thread panicked".to_string())?
+    })
+}
