@@ -1,8 +1,13 @@
 -- The term set that stands for each distinct fingerprint in MinHash
 -- candidates and in the term-set check: that of its first eligible document
--- by (source, id) (see 56_unconfirmed_copies.sql).
-CREATE VIEW term_sets AS
-SELECT simhash, first_value(term_set ORDER BY source, id) AS term_set
-FROM eligible
-WHERE simhash IS NOT NULL
-GROUP BY simhash
+-- by (source, id) (see 56_unconfirmed_copies.sql). Written once to the work
+-- folder: the MinHash candidates and both sides of the check read it.
+COPY (
+  SELECT simhash, term_set
+  FROM (
+    SELECT simhash, term_set, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
+    FROM eligible
+    WHERE simhash IS NOT NULL
+  )
+  WHERE r = 1
+) TO {{path}} STORED AS PARQUET

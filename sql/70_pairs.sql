@@ -14,7 +14,7 @@ COPY (
       SELECT simhash, source, id,
              row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
       FROM eligible
-      WHERE simhash IN (SELECT simhash FROM clusters)
+      WHERE simhash IN (SELECT DISTINCT simhash FROM clusters)
     )
     WHERE r = 1
   ),

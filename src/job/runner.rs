@@ -577,7 +577,9 @@ async fn join_stages(
                  WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
             )
             .await?;
-            collect(ctx, sql::TERM_SETS).await?;
+            let sets_path = out.staged("_work/term_sets.parquet");
+            collect(ctx, &render(sql::TERM_SETS, &[("path", &literal(&sets_path))])).await?;
+            register_parquet(ctx, "term_sets", &sets_path).await?;
             rejected.len() as u64
         }
     };
