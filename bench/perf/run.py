@@ -35,7 +35,9 @@ import json
 import math
 import os
 import platform
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,7 +47,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PEERS = ["blog", "simhash", "datasketch", "spark"]
-PEER_PACKAGES = ["pyarrow", "jieba", "simhash", "datasketch", "pyspark", "numpy"]
+# numpy < 2: simhash 2.1.2 multiplies uint8 bit arrays by feature counts,
+# which overflows under numpy 2's casting rules once a feature repeats 256 times.
+# pyarrow < 20: a release that works with numpy 1 (pyarrow 26 refuses it).
+PEER_PACKAGES = ["pyarrow<20", "jieba", "simhash", "datasketch", "pyspark", "numpy<2"]
+TEXT_DEDUP_PACKAGES = ["text-dedup"]
 # (name, file, text column, title column or "")
 DATASETS = [
     ("heybox_articles", "heybox_articles.parquet", "text", "title"),
@@ -70,7 +76,7 @@ class Suite:
 
     # -- running things -----------------------------------------------------------
 
-    def measure(self, cmd, one_core=False, timeout=None, env=None):
+    def measure(self, cmd, one_core=False, timeout=None, env=None, both=False, tolerate_failure=False):
         """Run `cmd`, returning wall/user/sys seconds, peak RSS (MB) and stdout."""
         if one_core:
             cmd = ["taskset", "-c", "0"] + cmd
@@ -84,13 +90,16 @@ class Suite:
             except subprocess.TimeoutExpired:
                 return {"timed_out_after_s": timeout}
             if done.returncode != 0:
+                if tolerate_failure:
+                    last = [l for l in done.stderr.strip().splitlines() if l.strip()][-1:] or ["no message"]
+                    return {"failed": f"exit {done.returncode}: {last[0].strip()[:200]}"}
                 raise SystemExit(f"command failed ({done.returncode}): {shown}\n{done.stderr[-3000:]}")
             wall, user, system, rss_kb = stats.read().split()[-4:]
         return {
             "wall_s": float(wall),
             "cpu_s": round(float(user) + float(system), 2),
             "peak_mb": round(int(rss_kb) / 1024),
-            "stdout": done.stdout,
+            "stdout": done.stdout + (done.stderr if both else ""),
         }
 
     def neardup(self, *args, one_core=False, timeout=None):
@@ -114,20 +123,27 @@ class Suite:
         self.results["build"] = {"profile": profile, "command": " ".join(cmd)}
 
     def venv(self):
-        folder = Path(self.args.venv)
+        packages = [p for p in PEER_PACKAGES if "spark" not in self.args.skip or p not in ("pyspark", "numpy<2")]
+        self.python = self.install(Path(self.args.venv), packages)
+        if "text-dedup" not in self.args.skip:
+            # Its pins (datasets, urllib3 <= 2.0, onnxruntime …) get a venv of their own.
+            self.textdedup_python = self.install(Path(self.args.venv + "-text-dedup"), TEXT_DEDUP_PACKAGES)
+
+    def install(self, folder, packages):
+        """A virtual environment with `packages`; returns its python."""
         python = folder / "bin" / "python"
         if not python.exists():
             log(f"creating the peers' virtual environment in {folder}")
             subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
-        packages = [p for p in PEER_PACKAGES if "spark" not in self.args.skip or p not in ("pyspark", "numpy")]
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"] + packages, check=True)
         versions = subprocess.run(
             [str(python), "-m", "pip", "list", "--format", "json", "--disable-pip-version-check"],
             capture_output=True, text=True, check=True,
         ).stdout
-        wanted = {p.lower() for p in packages}
-        self.results["peer_versions"] = {p["name"]: p["version"] for p in json.loads(versions) if p["name"].lower() in wanted}
-        self.python = python
+        wanted = {re.split("[<>=]", p)[0].lower() for p in packages}
+        found = {p["name"]: p["version"] for p in json.loads(versions) if p["name"].lower() in wanted}
+        self.results.setdefault("peer_versions", {}).update(found)
+        return python
 
     def datasets(self):
         """The inputs: the shared files, or their first rows in quick mode."""
@@ -201,11 +217,13 @@ class Suite:
                 limit = self.args.pairs_limit.get(peer, {}).get(name)
                 if limit:
                     cmd += ["--pairs-limit", str(limit)]
-                r = self.measure(cmd, timeout=self.args.peer_timeout)
+                # A full run records a peer's failure in the table; the quick run (CI) stops on it.
+                r = self.measure(cmd, timeout=self.args.peer_timeout, tolerate_failure=not self.args.quick)
                 row = {"dataset": name, "tool": peer, "cores": self.cores if peer == "spark" else 1}
-                if "timed_out_after_s" in r:
-                    row["timed_out_after_s"] = r["timed_out_after_s"]
-                else:
+                for problem in ("timed_out_after_s", "failed"):
+                    if problem in r:
+                        row[problem] = r[problem]
+                if "stdout" in r:
                     p = json.loads(r["stdout"].strip().splitlines()[-1])
                     row.update({
                         "fingerprint_s": p["fingerprint_seconds"], "pairs_s": p["pairs_seconds"],
@@ -213,7 +231,37 @@ class Suite:
                         "pairs": p["pairs"], "pairs_among": p["pairs_among_documents"],
                     })
                 rows.append(row)
+            if "text-dedup" not in self.args.skip:
+                rows.append(self.text_dedup(name, path, text))
         self.results["peers"] = rows
+
+    def text_dedup(self, name, path, text):
+        """text-dedup's SimHash script, offline on the local Parquet file, one process."""
+        out = self.work / f"text-dedup-{name}"
+        cmd = [self.textdedup_python, "-m", "text_dedup.simhash", "--path", "parquet", "--data_files", path,
+               "--split", "train", "--column", text, "--output", out, "--num_proc", "1", "--bit_diff", "3",
+               "--num_bucket", "4", "--clean_cache", "--cache_dir", self.work / "text-dedup-cache"]
+        env = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(self.work / "hf-home"),
+                   COLUMNS="200")
+        r = self.measure(cmd, timeout=self.args.peer_timeout, env=env, both=True, tolerate_failure=True)
+        row = {"dataset": name, "tool": "text-dedup", "cores": 1}
+        for problem in ("timed_out_after_s", "failed"):
+            if problem in r:
+                row[problem] = r[problem]
+                return row
+        # Its log: "SimHashing : 1.72s", "Clustering : 0.02s", "Before : N", "After : M".
+        log_text = r["stdout"]
+        def number(label):
+            found = re.search(label + r"\s*:\s*([0-9.]+)", log_text)
+            if not found:
+                raise SystemExit(f"text-dedup printed no '{label}':\n{log_text[-2000:]}")
+            return float(found.group(1))
+        before, after = int(number("Before")), int(number("After"))
+        row.update({
+            "fingerprint_s": number("SimHashing"), "pairs_s": number("Clustering"), "peak_mb": r["peak_mb"],
+            "wall_s": r["wall_s"], "pairs": f"removes {before - after:,}", "pairs_among": before,
+        })
+        return row
 
     def join(self):
         rows = []
@@ -349,27 +397,31 @@ def markdown(r):
     if "peers" in r:
         parts.append("\n## Peers on the same documents\n\n"
                      "Fingerprinting and pair finding timed apart inside each tool (its start-up excluded); MB/s per "
-                     "core is the text's size over fingerprinting time and the cores the tool used. neardup's pairs "
+                     "core is the text's size over fingerprinting time and the cores the tool used; the speed-up "
+                     "compares neardup pinned to one core (first table) with the tool per core. neardup's pairs "
                      "are `neardup pairs` on its fingerprints (SimHash k=3 plus MinHash 32×4, Jaccard-checked); "
                      "peak memory for neardup is the larger of its two processes.\n\n")
         rows = []
         size = {f["dataset"]: f["mb"] for f in r.get("fingerprint", [])}
         ours = {p["dataset"]: p for p in r["peers"] if p["tool"] == "neardup"}
+        one_core = {f["dataset"]: f["improved_1core"]["mb_s_per_core"] for f in r["fingerprint"]}
         for p in r["peers"]:
-            if "timed_out_after_s" in p:
-                rows.append([p["dataset"], p["tool"], f"did not finish in {p['timed_out_after_s']} s", "", "", "", "", ""])
+            if "timed_out_after_s" in p or "failed" in p:
+                problem = f"did not finish in {p['timed_out_after_s']} s" if "timed_out_after_s" in p else p["failed"]
+                rows.append([p["dataset"], p["tool"], p["cores"], problem, "", "", "", "", ""])
                 continue
             per_core = size.get(p["dataset"], 0) / max(p["fingerprint_s"], 1e-3) / p["cores"]
             speedup = ""
             if p["tool"] != "neardup":
-                n = ours[p["dataset"]]
-                n_per_core = size[p["dataset"]] / n["fingerprint_s"] / n["cores"]
-                speedup = f"{n_per_core / max(per_core, 1e-9):.0f}×"
+                # neardup's own per-core figure: its run pinned to one core.
+                n_per_core = one_core[p["dataset"]]
+                speedup = f"{n_per_core / max(per_core, 1e-9):.1f}×"
             peak = p.get("peak_mb") or max(p["fingerprint_peak_mb"], p["pairs_peak_mb"])
             among = "all" if p["pairs_among"] >= (ours[p["dataset"]]["pairs_among"]) else f"first {p['pairs_among']:,}"
             rows.append([p["dataset"], p["tool"], p["cores"], p["fingerprint_s"], f"{per_core:.2f}", speedup,
-                         f"{p['pairs_s']} ({among})", f"{p['pairs']:,}", peak])
-        parts.append(table(["dataset", "tool", "cores", "fingerprint s", "MB/s per core", "neardup per core is",
+                         f"{p['pairs_s']} ({among})", p["pairs"] if isinstance(p["pairs"], str) else f"{p['pairs']:,}",
+                         peak])
+        parts.append(table(["dataset", "tool", "cores", "fingerprint s", "MB/s per core", "neardup (1 core) is",
                             "pairs s (documents)", "pairs", "peak MB"], rows))
     if "join" in r:
         parts.append("\n## Banded self-join alone (synthetic fingerprints, k = 3)\n\n"
@@ -405,11 +457,20 @@ def main():
     p.add_argument("--venv", default=str(Path.home() / ".cache" / "neardup" / "bench-venv"),
                    help="virtual environment for the peer tools (created if missing)")
     p.add_argument("--sections", default="fingerprint,peers,join,dedup")
-    p.add_argument("--skip", default="", help="peers to leave out, comma-separated (blog,simhash,datasketch,spark)")
+    p.add_argument("--skip", default="",
+                   help="peers to leave out, comma-separated (blog,simhash,datasketch,spark,text-dedup)")
     p.add_argument("--peer-timeout", type=int, default=1200, help="seconds before a peer run is given up")
+    p.add_argument("--render", metavar="RESULTS_JSON", help="only rewrite results.md beside an existing results.json")
     args = p.parse_args()
+    if args.render:
+        results = Path(args.render)
+        (results.parent / "results.md").write_text(markdown(json.loads(results.read_text())))
+        return
     args.profile = args.profile or ("dev" if args.quick else "release")
     args.skip = [s for s in args.skip.split(",") if s]
+    if shutil.which("java") is None and "spark" not in args.skip:
+        log("no java on PATH: Spark (its peer) is left out")
+        args.skip.append("spark")
     args.quick_rows = 1500
     args.join_sizes = [10_000, 100_000] if args.quick else [100_000, 1_000_000, 10_000_000]
     # The blog compares every pair in Python: quadratic, so on the first
