@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::Bytes;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StructArray, UInt64Array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, UInt32Type, UInt64Type, UInt8Type};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, UInt64Type};
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -26,7 +26,8 @@ use parquet::arrow::ProjectionMask;
 use super::args::{doc, finish, is_string, scalar_str, to_arrays};
 use crate::fingerprint::{fixed_weight, SimHasher};
 use crate::text::HashKeyed;
-use crate::weight::{IdfFormula, TermFactors, Weighting};
+use super::term_stats::FactorColumns;
+use crate::weight::{IdfFormula, Weighting};
 
 /// Models kept per process (the latest ones used).
 const CACHED_MODELS: usize = 4;
@@ -121,20 +122,14 @@ impl ScalarUDFImpl for IdfSimhash {
         let (arrays, all_scalar) = to_arrays(&args.args[..1], args.number_rows)?;
         let list = arrays[0].as_list::<i32>();
         let items = list.values().as_struct();
-        let field = |name: &str, t: &DataType| -> Result<ArrayRef> {
-            let column = items
-                .column_by_name(name)
-                .ok_or_else(|| execution(format!("the terms have no field '{name}' (pass the list term_stats returns)")))?;
-            Ok(cast(column, t)?)
-        };
-        let hash = field("hash", &DataType::UInt64)?;
-        let count = field("count", &DataType::UInt32)?;
-        let tf = field("tf", &DataType::Float64)?;
-        let (cx, len) = (field("cx", &DataType::UInt8)?, field("len", &DataType::Float64)?);
-        let (logo, title) = (field("logo", &DataType::UInt8)?, field("title", &DataType::UInt8)?);
+        let hash = cast(
+            items.column_by_name("hash").ok_or_else(|| execution("the terms have no field 'hash' (pass the list term_stats returns)"))?,
+            &DataType::UInt64,
+        )?;
         let hash = hash.as_primitive::<UInt64Type>();
-        let (count, tf, cx) = (count.as_primitive::<UInt32Type>(), tf.as_primitive::<Float64Type>(), cx.as_primitive::<UInt8Type>());
-        let (len, logo, title) = (len.as_primitive::<Float64Type>(), logo.as_primitive::<UInt8Type>(), title.as_primitive::<UInt8Type>());
+        let factors = FactorColumns::of(items, |name| {
+            format!("idf_simhash: the terms have no field '{name}' (pass the list term_stats returns)")
+        })?;
 
         let offsets = list.value_offsets();
         let mut simhashes = Vec::with_capacity(list.len());
@@ -144,14 +139,7 @@ impl ScalarUDFImpl for IdfSimhash {
             votes.clear();
             if list.is_valid(row) {
                 for j in offsets[row] as usize..offsets[row + 1] as usize {
-                    let factors = TermFactors {
-                        count: count.value(j),
-                        tf: tf.value(j),
-                        cx: cx.value(j),
-                        len: len.value(j),
-                        logo: logo.value(j),
-                        title: title.value(j),
-                    };
+                    let factors = factors.get(j);
                     let h = hash.value(j);
                     // A term missing from the document frequencies counts as df = 1.
                     let idf = match &model {

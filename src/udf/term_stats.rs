@@ -5,15 +5,18 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use datafusion::arrow::array::{
-    ArrayRef, Float64Builder, ListArray, StringBuilder, StructArray, UInt32Builder, UInt64Builder, UInt8Builder,
+    ArrayRef, AsArray, Float64Array, Float64Builder, ListArray, StringBuilder, StructArray, UInt32Array, UInt32Builder,
+    UInt64Builder, UInt8Array, UInt8Builder,
 };
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{doc, finish, is_string, scalar_str, to_arrays, Strings, TextSettings};
 use crate::text::{normalize_into, parse_set, recycle, strip_lines, DocStats, Token};
+use crate::weight::TermFactors;
 
 /// The boilerplate set of a `boilerplate` argument, parsed once per process
 /// for each distinct argument (the same constant arrives with every batch).
@@ -29,6 +32,47 @@ fn boilerplate_set(text: &str) -> Result<Arc<HashSet<u64>>> {
     let set = Arc::new(parse_set(text).map_err(|e| DataFusionError::Execution(format!("term_stats: {e}")))?);
     *cache.lock().expect("boilerplate cache poisoned") = Some((key, set.clone()));
     Ok(set)
+}
+
+/// The weight factors of a column of term statistics (elements of
+/// `term_stats`), read back typed: what `term_weight` and `idf_simhash` weigh.
+pub(crate) struct FactorColumns {
+    count: UInt32Array,
+    tf: Float64Array,
+    cx: UInt8Array,
+    len: Float64Array,
+    logo: UInt8Array,
+    title: UInt8Array,
+}
+
+impl FactorColumns {
+    /// `missing` completes the error for a struct without one of the fields.
+    pub(crate) fn of(stats: &StructArray, missing: impl Fn(&str) -> String) -> Result<FactorColumns> {
+        let field = |name: &str, t: &DataType| -> Result<ArrayRef> {
+            let column = stats.column_by_name(name).ok_or_else(|| DataFusionError::Execution(missing(name)))?;
+            Ok(cast(column, t)?)
+        };
+        Ok(FactorColumns {
+            count: field("count", &DataType::UInt32)?.as_primitive().clone(),
+            tf: field("tf", &DataType::Float64)?.as_primitive().clone(),
+            cx: field("cx", &DataType::UInt8)?.as_primitive().clone(),
+            len: field("len", &DataType::Float64)?.as_primitive().clone(),
+            logo: field("logo", &DataType::UInt8)?.as_primitive().clone(),
+            title: field("title", &DataType::UInt8)?.as_primitive().clone(),
+        })
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> TermFactors {
+        TermFactors {
+            count: self.count.value(i),
+            tf: self.tf.value(i),
+            cx: self.cx.value(i),
+            len: self.len.value(i),
+            logo: self.logo.value(i),
+            title: self.title.value(i),
+        }
+    }
 }
 
 /// Fields of one term's statistics.

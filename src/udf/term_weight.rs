@@ -3,16 +3,15 @@
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, Float64Array, StructArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type, UInt32Type, UInt8Type};
-use datafusion::arrow::array::AsArray;
+use datafusion::arrow::array::{Array, Float64Array};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::cast::{as_float64_array, as_struct_array};
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{doc, finish, is_string, scalar_str, to_arrays};
-use crate::weight::{IdfFormula, TermFactors, Weighting};
+use super::term_stats::FactorColumns;
+use crate::weight::{IdfFormula, Weighting};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct TermWeight {
@@ -23,13 +22,6 @@ impl Default for TermWeight {
     fn default() -> Self {
         TermWeight { signature: Signature::user_defined(Volatility::Immutable) }
     }
-}
-
-fn field<'a>(s: &'a StructArray, name: &str, t: &DataType) -> Result<Arc<dyn Array>> {
-    let column = s
-        .column_by_name(name)
-        .ok_or_else(|| DataFusionError::Execution(format!("term_weight: the term statistics have no field '{name}' (pass an element of term_stats)")))?;
-    Ok(cast(column, t)?)
 }
 
 impl ScalarUDFImpl for TermWeight {
@@ -78,12 +70,9 @@ impl ScalarUDFImpl for TermWeight {
         let (arrays, all_scalar) = to_arrays(&args.args[..3], args.number_rows)?;
         let stats = as_struct_array(&arrays[0])?;
         let (df, n) = (as_float64_array(&arrays[1])?, as_float64_array(&arrays[2])?);
-        let count = field(stats, "count", &DataType::UInt32)?;
-        let tf = field(stats, "tf", &DataType::Float64)?;
-        let (cx, len) = (field(stats, "cx", &DataType::UInt8)?, field(stats, "len", &DataType::Float64)?);
-        let (logo, title) = (field(stats, "logo", &DataType::UInt8)?, field(stats, "title", &DataType::UInt8)?);
-        let (count, tf, cx) = (count.as_primitive::<UInt32Type>(), tf.as_primitive::<Float64Type>(), cx.as_primitive::<UInt8Type>());
-        let (len, logo, title) = (len.as_primitive::<Float64Type>(), logo.as_primitive::<UInt8Type>(), title.as_primitive::<UInt8Type>());
+        let factors = FactorColumns::of(stats, |name| {
+            format!("term_weight: the term statistics have no field '{name}' (pass an element of term_stats)")
+        })?;
         if weighting.needs_idf() && n.null_count() == n.len() {
             return exec_err!("term_weight: weighting '{weighting}' needs the corpus size n");
         }
@@ -92,14 +81,7 @@ impl ScalarUDFImpl for TermWeight {
                 if stats.is_null(i) {
                     return None;
                 }
-                let factors = TermFactors {
-                    count: count.value(i),
-                    tf: tf.value(i),
-                    cx: cx.value(i),
-                    len: len.value(i),
-                    logo: logo.value(i),
-                    title: title.value(i),
-                };
+                let factors = factors.get(i);
                 // A term missing from the document frequencies counts as df = 1.
                 let df = if df.is_valid(i) { df.value(i) } else { 1.0 };
                 let idf = if weighting.needs_idf() { formula.idf(df, n.value(i)) } else { 1.0 };
