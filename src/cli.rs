@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
-use crate::job::{Candidates, Columns, FingerprintOptions, JobSpec, JoinOptions, PairsSpec};
+use crate::job::{Candidates, Columns, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
 use crate::sets::{MinHashPlan, Verify};
 use crate::session::EngineOptions;
 use crate::storage::InputSpec;
@@ -51,6 +51,19 @@ pub enum Command {
     Scheduler(SchedulerArgs),
     /// Run a Ballista executor with every neardup function, attached to a scheduler.
     Executor(ExecutorArgs),
+}
+
+impl Command {
+    /// How the command logs (plain lines unless asked for JSON).
+    pub fn log_format(&self) -> LogFormat {
+        match self {
+            Command::Dedup(a) => a.fingerprints.output.run.log_format,
+            Command::Fingerprint(a) => a.output.run.log_format,
+            Command::Pairs(a) => a.output.run.log_format,
+            Command::Run(a) => a.run.log_format,
+            _ => LogFormat::Plain,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -141,6 +154,37 @@ pub struct OutputArgs {
     /// Print the summary as JSON on standard output instead of one line.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub run: RunControlArgs,
+}
+
+/// How a run reports and whether it writes: shared by every command that runs a job.
+#[derive(Debug, Args)]
+pub struct RunControlArgs {
+    /// Check the settings, the inputs and that the outputs can be written, print the plan, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Progress and errors on standard error as plain lines or JSON lines.
+    #[arg(long, value_enum, default_value = "plain", value_name = "FORMAT", env = "NEARDUP_LOG_FORMAT")]
+    pub log_format: LogFormat,
+}
+
+impl RunControlArgs {
+    pub fn options(&self, quiet: bool) -> RunOptions {
+        RunOptions { quiet, dry_run: self.dry_run, log_format: self.log_format }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// Nightly runs: dedup the inputs against this fingerprint store (a folder or object-store URL)
+    /// and append them to it as run RUN_ID; created on the first run.
+    #[arg(long, value_name = "URL", help_heading = "Store", requires = "run_id")]
+    pub store: Option<String>,
+    /// This run's id in the store (e.g. the crawl's date); rerunning an id replaces its run.
+    /// '{run_id}' in --input and --output paths is replaced by it.
+    #[arg(long, value_name = "ID", env = "NEARDUP_RUN_ID", help_heading = "Store")]
+    pub run_id: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +299,8 @@ pub struct DedupArgs {
     /// Also write the surviving input rows (all columns) under survivors/SOURCE/.
     #[arg(long)]
     pub survivors: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 fn parse_weighting(s: &str) -> std::result::Result<Weighting, String> {
@@ -288,18 +334,22 @@ impl FingerprintArgs {
             keep: JobSpec::DEFAULT_KEEP.into(),
             survivors: false,
             engine: self.engine.options(),
+            store: None,
         })
     }
 }
 
 impl DedupArgs {
     pub fn spec(&self) -> Result<JobSpec> {
-        Ok(JobSpec {
+        let mut spec = JobSpec {
             join: self.join.options(),
             keep: self.join.keep.clone(),
             survivors: self.survivors,
+            store: self.store.store.clone().map(|url| StoreOptions { url, run_id: None }),
             ..self.fingerprints.spec()?
-        })
+        };
+        spec.apply_run_id(self.store.run_id.clone())?;
+        Ok(spec)
     }
 }
 
@@ -345,6 +395,11 @@ pub struct RunArgs {
     /// Run on a Ballista cluster (overrides the file's engine.cluster).
     #[arg(long, value_name = "df://HOST:PORT", env = "NEARDUP_CLUSTER")]
     pub cluster: Option<String>,
+    /// The run id of a store run (overrides the file's store.run_id).
+    #[arg(long, value_name = "ID", env = "NEARDUP_RUN_ID")]
+    pub run_id: Option<String>,
+    #[command(flatten)]
+    pub run: RunControlArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use neardup::cli::{Cli, Command};
 use neardup::error::Error;
-use neardup::job::{run_dedup, run_fingerprint, run_pairs, JobSpec, RunOptions, Summary};
+use neardup::job::{run_dedup, run_fingerprint, run_pairs, JobSpec, Summary};
 
 /// Write `text` to standard output. A reader that has gone away (a closed
 /// pipe, as with `| head`) is not an error; any other write failure is.
@@ -26,6 +26,23 @@ fn emit_json(value: &impl serde::Serialize) -> Result<(), Error> {
 fn report(summary: &Summary, json: bool) -> Result<(), Error> {
     if json {
         emit_json(summary)
+    } else if let Some(plan) = &summary.plan {
+        let mut text = format!("dry run of {}: nothing was written\n", summary.command);
+        for i in &plan.inputs {
+            text += &format!("input {} ({}): {} file(s), {} bytes, {} rows\n", i.name, i.url, i.files, i.bytes, i.rows);
+        }
+        if let Some(store) = &summary.store {
+            text += &format!(
+                "store {}: run '{}', {} earlier run(s), {} input document(s) already stored, IDF model {}\n",
+                store.url, store.run_id, store.earlier_runs, store.already_stored, store.idf_model
+            );
+        }
+        text += &format!("document frequencies: {}\n", plan.idf);
+        for (n, stage) in plan.stages.iter().enumerate() {
+            text += &format!("stage {}: {stage}\n", n + 1);
+        }
+        text += &format!("output {}: {}\n", plan.output, plan.output_action);
+        emit(&text)
     } else if summary.command == "fingerprint" {
         emit(&format!(
             "{} documents ({} without terms): {} distinct fingerprints; wrote {} in {:.1} s\n",
@@ -53,15 +70,15 @@ async fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Dedup(args) => {
             let output = &args.fingerprints.output;
-            let summary = run_dedup(&args.spec()?, &RunOptions { quiet: output.quiet }).await?;
+            let summary = run_dedup(&args.spec()?, &output.run.options(output.quiet)).await?;
             report(&summary, output.json)?;
         }
         Command::Fingerprint(args) => {
-            let summary = run_fingerprint(&args.spec()?, &RunOptions { quiet: args.output.quiet }).await?;
+            let summary = run_fingerprint(&args.spec()?, &args.output.run.options(args.output.quiet)).await?;
             report(&summary, args.output.json)?;
         }
         Command::Pairs(args) => {
-            let summary = run_pairs(&args.spec()?, &RunOptions { quiet: args.output.quiet }).await?;
+            let summary = run_pairs(&args.spec()?, &args.output.run.options(args.output.quiet)).await?;
             report(&summary, args.output.json)?;
         }
         Command::Run(args) => {
@@ -70,7 +87,8 @@ async fn run(cli: Cli) -> Result<(), Error> {
             if args.cluster.is_some() {
                 spec.engine.cluster = args.cluster.clone();
             }
-            let summary = run_dedup(&spec, &RunOptions { quiet: args.quiet }).await?;
+            spec.apply_run_id(args.run_id.clone())?;
+            let summary = run_dedup(&spec, &args.run.options(args.quiet)).await?;
             report(&summary, args.json)?;
         }
         Command::Sql(args) => neardup::shell::run(&args).await?,
@@ -129,11 +147,14 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let log_format = cli.command.log_format();
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("neardup: error: {e}");
-            ExitCode::from(e.exit_code() as u8)
+            let (code, message) = (e.exit_code(), format!("error: {e}"));
+            let kind = if code == 2 { "bad input or configuration: not retryable" } else { "runtime failure: may succeed when retried" };
+            log_format.line("error", "error", &message, serde_json::json!({ "exit_code": code, "kind": kind }));
+            ExitCode::from(code as u8)
         }
     }
 }

@@ -280,6 +280,35 @@ pub struct JobSpec {
     pub survivors: bool,
     #[serde(default)]
     pub engine: EngineOptions,
+    /// Nightly runs: dedup the inputs against a fingerprint store and append them to it.
+    pub store: Option<StoreOptions>,
+}
+
+/// The fingerprint store of nightly (incremental) runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreOptions {
+    /// The store's folder (a path or an object-store URL).
+    pub url: String,
+    /// This night's id: letters, digits, '.', '_' and '-' (e.g. the date).
+    /// Usually given with --run-id or NEARDUP_RUN_ID.
+    pub run_id: Option<String>,
+}
+
+/// Whether `id` may name a run: it becomes a folder name and sorts the runs.
+pub fn check_run_id(id: &str) -> Result<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && !id.starts_with('.')
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::input(format!(
+            "run id '{id}' is not valid: use up to 128 letters, digits, '.', '_' and '-' (e.g. the date, 2026-11-22), \
+             not starting with '.'"
+        )))
+    }
 }
 
 impl JobSpec {
@@ -302,6 +331,9 @@ impl JobSpec {
             resolve(&mut input.url);
         }
         resolve(&mut spec.output);
+        if let Some(store) = &mut spec.store {
+            resolve(&mut store.url);
+        }
         let f = &mut spec.fingerprint;
         for p in [&mut f.user_dict, &mut f.stopwords, &mut f.signal_words, &mut f.idf_model, &mut f.save_idf_model]
             .into_iter()
@@ -310,6 +342,35 @@ impl JobSpec {
             resolve(p);
         }
         Ok(spec)
+    }
+
+    /// Set the run id of a store run (from --run-id or NEARDUP_RUN_ID, which
+    /// win over the job file) and put it in place of `{run_id}` in the input
+    /// locations and the output folder.
+    pub fn apply_run_id(&mut self, run_id: Option<String>) -> Result<()> {
+        if let (Some(store), Some(id)) = (&mut self.store, run_id.filter(|id| !id.is_empty())) {
+            store.run_id = Some(id);
+        }
+        let id = match &self.store {
+            Some(StoreOptions { run_id: Some(id), .. }) => id.clone(),
+            Some(StoreOptions { run_id: None, .. }) => {
+                return Err(Error::input(
+                    "a store run needs a run id: pass --run-id ID (or set NEARDUP_RUN_ID), e.g. the date of the crawl",
+                ))
+            }
+            None => {
+                if self.output.contains("{run_id}") || self.inputs.iter().any(|i| i.url.contains("{run_id}")) {
+                    return Err(Error::input("'{run_id}' appears in a path, but there is no [store] section to give it"));
+                }
+                return Ok(());
+            }
+        };
+        check_run_id(&id)?;
+        self.output = self.output.replace("{run_id}", &id);
+        for input in &mut self.inputs {
+            input.url = input.url.replace("{run_id}", &id);
+        }
+        Ok(())
     }
 
     /// Check every setting that can be checked before reading data.
@@ -331,6 +392,23 @@ impl JobSpec {
             return Err(Error::input(format!(
                 "both idf_model ('{a}') and save_idf_model ('{b}') are set: load a model or save one, not both"
             )));
+        }
+        if let Some(store) = &self.store {
+            check_run_id(store.run_id.as_deref().unwrap_or_default())?;
+            if self.fingerprint.boilerplate_lines.is_some() {
+                return Err(Error::input(
+                    "boilerplate_lines is counted over each run's own documents, so nights would not be comparable: \
+                     it cannot be used with a store",
+                ));
+            }
+            if self.fingerprint.save_idf_model.is_some() {
+                return Err(Error::input(
+                    "save_idf_model cannot be used with a store: the store keeps its frozen IDF model in idf/",
+                ));
+            }
+            if self.survivors {
+                return Err(Error::input("survivors cannot be used with a store yet: use the report's clusters/"));
+            }
         }
         if self.fingerprint.idf_model.is_some() && !self.fingerprint.weighting.needs_idf() {
             return Err(Error::input(format!(

@@ -2,10 +2,11 @@
 //! committed outputs and a summary.
 
 mod config;
+mod nightly;
 mod runner;
 pub mod sql;
 mod summary;
 
-pub use config::{Candidates, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule};
-pub use runner::{run_dedup, run_fingerprint, run_pairs, PairsSpec, RunOptions};
-pub use summary::{FingerprintSettings, Summary};
+pub use config::{check_run_id, Candidates, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
+pub use runner::{run_dedup, run_fingerprint, run_pairs, LogFormat, PairsSpec, RunOptions};
+pub use summary::{FingerprintSettings, StoreSummary, Summary};

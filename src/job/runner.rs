@@ -18,8 +18,9 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::SessionContext;
 
 use super::config::{Candidates, JobSpec, JoinOptions, KeepRule};
+use super::nightly::{self, StoreRun};
 use super::sql::{self, render};
-use super::summary::{BandPlanSummary, FingerprintSettings, IdfSummary, InputSummary, Summary};
+use super::summary::{BandPlanSummary, FingerprintSettings, IdfSummary, InputSummary, Plan, PlanInput, Summary};
 use crate::cluster::components;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
@@ -38,6 +39,9 @@ pub struct FileMetadata {
     pub settings: FingerprintSettings,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idf_n_docs: Option<u64>,
+    /// Store runs: the digest of the store's frozen IDF model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idf_model: Option<String>,
 }
 
 impl FileMetadata {
@@ -48,7 +52,7 @@ impl FileMetadata {
 
 /// Give the table written at `path` neardup's footer: `meta` under
 /// [`METADATA_KEY`] (when known), no engine-dependent entries.
-async fn seal(ctx: &SessionContext, path: &str, meta: Option<&FileMetadata>) -> Result<()> {
+pub(super) async fn seal(ctx: &SessionContext, path: &str, meta: Option<&FileMetadata>) -> Result<()> {
     let json = meta.map(FileMetadata::json);
     crate::storage::footer::rewrite_footer(ctx, path, json.as_deref().map(|j| (METADATA_KEY, j))).await
 }
@@ -58,6 +62,40 @@ async fn seal(ctx: &SessionContext, path: &str, meta: Option<&FileMetadata>) -> 
 pub struct RunOptions {
     /// No progress lines on standard error.
     pub quiet: bool,
+    /// Check everything that can be checked without writing, print the plan, stop.
+    pub dry_run: bool,
+    pub log_format: LogFormat,
+}
+
+/// Progress and error lines on standard error: for people, or one JSON object per line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Plain,
+    Json,
+}
+
+impl LogFormat {
+    /// Write one log line: `event` (a stage name, `plan`, `error`…) with its
+    /// message and extra fields.
+    pub fn line(self, level: &str, event: &str, message: &str, fields: serde_json::Value) {
+        let line = match self {
+            LogFormat::Plain => format!("neardup: {message}"),
+            LogFormat::Json => {
+                let mut object = serde_json::json!({
+                    "time": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+                    "level": level,
+                    "event": event,
+                    "message": message,
+                });
+                if let (Some(o), serde_json::Value::Object(extra)) = (object.as_object_mut(), fields) {
+                    o.extend(extra);
+                }
+                object.to_string()
+            }
+        };
+        eprintln!("{line}");
+    }
 }
 
 /// A `pairs` run: the join and clustering over an existing fingerprint table.
@@ -71,22 +109,33 @@ pub struct PairsSpec {
     pub engine: EngineOptions,
 }
 
-struct Progress {
+pub(super) struct Progress {
     started: Instant,
     stage: Instant,
     timings: BTreeMap<String, u64>,
     quiet: bool,
+    format: LogFormat,
 }
 
 impl Progress {
-    fn new(quiet: bool) -> Progress {
-        Progress { started: Instant::now(), stage: Instant::now(), timings: BTreeMap::new(), quiet }
+    fn new(options: &RunOptions) -> Progress {
+        Progress {
+            started: Instant::now(),
+            stage: Instant::now(),
+            timings: BTreeMap::new(),
+            quiet: options.quiet,
+            format: options.log_format,
+        }
     }
 
-    fn done(&mut self, stage: &str, detail: impl std::fmt::Display) {
+    pub(super) fn done(&mut self, stage: &str, detail: impl std::fmt::Display) {
         let ms = self.stage.elapsed().as_millis() as u64;
         if !self.quiet {
-            eprintln!("neardup: {stage:<14} {ms:>8} ms  {detail}");
+            let message = match self.format {
+                LogFormat::Plain => format!("{stage:<14} {ms:>8} ms  {detail}"),
+                LogFormat::Json => detail.to_string(),
+            };
+            self.format.line("info", stage, &message, serde_json::json!({ "ms": ms }));
         }
         self.timings.insert(stage.to_string(), ms);
         self.stage = Instant::now();
@@ -95,7 +144,7 @@ impl Progress {
 
 /// Run one statement. With `NEARDUP_EXPLAIN=1` in the environment, print
 /// its physical plan to standard error first (a debugging aid).
-async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec<RecordBatch>> {
+pub(super) async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec<RecordBatch>> {
     let df = ctx.sql(statement).await?;
     if std::env::var_os("NEARDUP_EXPLAIN").is_some_and(|v| v == "1") {
         let plan = df.clone().create_physical_plan().await?;
@@ -107,13 +156,19 @@ async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec<RecordBatc
     Ok(df.collect().await?)
 }
 
-fn column_u64(batch: &RecordBatch, index: usize) -> Result<UInt64Array> {
+pub(super) fn column_u64(batch: &RecordBatch, index: usize) -> Result<UInt64Array> {
     let casted = cast(batch.column(index), &DataType::UInt64)?;
     Ok(casted.as_primitive::<UInt64Type>().clone())
 }
 
+/// A column as text.
+pub(super) fn strings(batch: &RecordBatch, index: usize) -> Result<Vec<String>> {
+    let casted = cast(batch.column(index), &DataType::Utf8)?;
+    Ok(casted.as_string::<i32>().iter().map(|v| v.unwrap_or_default().to_string()).collect())
+}
+
 /// The single integer a statement returns.
-async fn scalar_u64(ctx: &SessionContext, statement: &str) -> Result<u64> {
+pub(super) async fn scalar_u64(ctx: &SessionContext, statement: &str) -> Result<u64> {
     let batches = collect(ctx, statement).await?;
     let batch = batches.iter().find(|b| b.num_rows() > 0).ok_or_else(|| Error::runtime("query returned no rows"))?;
     Ok(column_u64(batch, 0)?.value(0))
@@ -188,8 +243,8 @@ fn check_id(f: &Field, input: &InputSpec) -> Result<()> {
     }
 }
 
-/// Register every input and build the `documents` view over them.
-async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule) -> Result<Vec<SchemaRef>> {
+/// Register every input and build the view `view` (the documents) over them.
+async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, view: &str) -> Result<Vec<SchemaRef>> {
     let mut schemas = Vec::new();
     for (i, input) in spec.inputs.iter().enumerate() {
         let table = format!("input_{i}");
@@ -240,7 +295,7 @@ async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRul
             ],
         ));
     }
-    collect(ctx, &format!("CREATE VIEW documents AS\n{}", selects.join("\nUNION ALL\n"))).await?;
+    collect(ctx, &format!("CREATE VIEW {view} AS\n{}", selects.join("\nUNION ALL\n"))).await?;
     Ok(schemas)
 }
 
@@ -277,11 +332,56 @@ pub async fn run_fingerprint(spec: &JobSpec, options: &RunOptions) -> Result<Sum
 async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) -> Result<Summary> {
     let keep = spec.validate()?;
     let ctx = context(&spec.engine).await?;
-    let mut progress = Progress::new(options.quiet);
-    register_documents(&ctx, spec, &keep).await?;
-    progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
-    let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
-    let result = dedup_stages(&ctx, spec, &keep, &out, &mut progress, with_join).await;
+    let mut progress = Progress::new(options);
+    let Some(store_options) = &spec.store else {
+        register_documents(&ctx, spec, &keep, "documents").await?;
+        progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
+        if options.dry_run {
+            return dry_run(&ctx, spec, with_join, None, spec.overwrite).await;
+        }
+        let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
+        let result = dedup_stages(&ctx, spec, &keep, &out, &mut progress, with_join, None).await;
+        return finish(out, result, progress).await;
+    };
+    if !with_join {
+        return Err(Error::input("a store run finds pairs: use neardup dedup or neardup run with a [store] section"));
+    }
+    let settings = FingerprintSettings::of(&spec.fingerprint);
+    let mut store = StoreRun::open(&ctx, store_options, &settings, &keep, spec.fingerprint.idf_model.as_deref()).await?;
+    register_documents(&ctx, spec, &keep, "documents_input").await?;
+    store.register_earlier(&ctx).await?;
+    let already_stored = nightly::documents_not_stored(&ctx, &store).await?;
+    progress.done(
+        "inputs",
+        format!(
+            "{} input(s) checked; store '{}': {} earlier run(s), {already_stored} input document(s) already stored",
+            spec.inputs.len(),
+            store.url(),
+            store.earlier.len()
+        ),
+    );
+    // A store freezes its IDF model: every run after the first uses it.
+    let mut run_spec = spec.clone();
+    if store.manifest.is_some() && spec.fingerprint.weighting.needs_idf() {
+        run_spec.fingerprint.idf_model = Some(store.model_url());
+    }
+    let overwrite = spec.overwrite || nightly::is_report_of(&ctx, &spec.output, &store.run_id).await;
+    if options.dry_run {
+        let mut summary = dry_run(&ctx, &run_spec, true, Some(&store), overwrite).await?;
+        summary.store = Some(crate::job::StoreSummary {
+            url: store.url().to_string(),
+            run_id: store.run_id.clone(),
+            earlier_runs: store.earlier.len() as u64,
+            already_stored,
+            idf_model: store.manifest.as_ref().map_or_else(|| "(created by this run)".into(), |m| m.idf_model.clone()),
+            created: store.manifest.is_none(),
+            ..Default::default()
+        });
+        return Ok(summary);
+    }
+    let out = OutputDir::prepare(&ctx, &spec.output, overwrite).await?;
+    let result =
+        dedup_stages(&ctx, &run_spec, &keep, &out, &mut progress, true, Some((&mut store, already_stored))).await;
     finish(out, result, progress).await
 }
 
@@ -292,6 +392,7 @@ async fn dedup_stages(
     out: &OutputDir,
     progress: &mut Progress,
     with_join: bool,
+    store: Option<(&mut StoreRun, u64)>,
 ) -> Result<Summary> {
     let fp = &spec.fingerprint;
     let settings = FingerprintSettings::of(fp);
@@ -339,12 +440,13 @@ async fn dedup_stages(
     // for weightings without idf when a model is to be saved.
     let mut idf_summary = None;
     let mut model = None;
+    let mut idf_location = String::new();
     if fp.weighting.needs_idf() || fp.save_idf_model.is_some() {
         let (n_docs, source, location) = match &fp.idf_model {
             Some(model) => (load_idf_model(ctx, model, &settings).await?, model.clone(), model.clone()),
             None => {
                 let df_path = out.staged("_work/corpus_df.parquet");
-                let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n) };
+                let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None };
                 collect(ctx, &render(sql::CORPUS_DF, &[("path", &literal(&df_path))])).await?;
                 seal(ctx, &df_path, Some(&meta)).await?;
                 register_parquet(ctx, "corpus_df", &df_path).await?;
@@ -359,6 +461,7 @@ async fn dedup_stages(
         progress.done("corpus_df", format!("{terms} terms over {n_docs} documents"));
         if fp.weighting.needs_idf() {
             model = Some((model_files(ctx, &location).await?, n_docs));
+            idf_location = location;
         }
     }
 
@@ -368,7 +471,7 @@ async fn dedup_stages(
         None => (("NULL".into(), "NULL".into()), "NULL".into()),
     };
     let fp_path = out.staged("fingerprints/part-00000.parquet");
-    let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf_summary.as_ref().map(|i| i.n_docs) };
+    let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf_summary.as_ref().map(|i| i.n_docs), idf_model: None };
     collect(
         ctx,
         &render(
@@ -390,7 +493,18 @@ async fn dedup_stages(
     register_parquet(ctx, "fingerprints", &fp_path).await?;
     progress.done("fingerprints", format!("weighting {}", fp.weighting));
 
-    let mut summary = if with_join {
+    let mut summary = if let Some((store, already_stored)) = store {
+        let df_location = model.as_ref().map(|_| idf_location.clone());
+        let night = nightly::Night {
+            spec,
+            keep,
+            settings: &settings,
+            model: df_location.as_deref(),
+            idf_n_docs: idf_summary.as_ref().map_or(0, |i| i.n_docs),
+            already_stored,
+        };
+        nightly::store_stages(ctx, store, night, out, progress).await?
+    } else if with_join {
         join_stages(ctx, &spec.join, keep, out, Some(&meta), progress).await?
     } else {
         let distinct_fingerprints = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
@@ -515,7 +629,7 @@ fn unconfirmed_copies(batches: &[RecordBatch], verify: Verify) -> Result<Vec<(St
 }
 
 /// `(source, id)` rows as Parquet.
-fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
+pub(super) fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
     let schema = Arc::new(Schema::new(vec![Field::new("source", DataType::Utf8, false), Field::new("id", DataType::Utf8, false)]));
     let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())));
     let ids: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())));
@@ -533,7 +647,7 @@ fn write_parquet(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<Vec<u8>> {
 }
 
 /// `(simhash, cluster_id)` for every fingerprint with a near pair, as Parquet.
-fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
+pub(super) fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
     let schema = Arc::new(Schema::new(vec![
         Field::new("simhash", DataType::UInt64, false),
         Field::new("cluster_id", DataType::UInt64, false),
@@ -612,11 +726,6 @@ async fn join_stages(
     let candidates_path = out.staged("_work/candidates/");
     register_parquet(ctx, "candidates", &candidates_path).await?;
     let candidate_count = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
-    let candidates_name = match join.candidates {
-        Candidates::Simhash => "simhash".to_string(),
-        Candidates::Minhash => format!("minhash:{}", join.minhash),
-        Candidates::Both => format!("simhash+minhash:{}", join.minhash),
-    };
     progress.done("join", format!("{candidate_count} candidate pairs among {distinct} distinct fingerprints ({})", sources.join("; ")));
 
     // Verification on term sets, when asked for.
@@ -676,7 +785,7 @@ async fn join_stages(
         duplicates: in_clusters - clusters,
         max_hamming: k,
         band_plan: plan.as_ref().map(|plan| BandPlanSummary::of(plan, join.blocks.is_none())),
-        candidates: candidates_name,
+        candidates: candidates_name(join),
         candidate_pairs: candidate_count,
         verify: verify.to_string(),
         unconfirmed_copies: unconfirmed,
@@ -685,13 +794,73 @@ async fn join_stages(
     })
 }
 
+/// A dry run: the inputs are registered and checked (columns, types,
+/// Parquet files), the output is checked to be writable; nothing is written.
+async fn dry_run(ctx: &SessionContext, spec: &JobSpec, with_join: bool, store: Option<&StoreRun>, overwrite: bool) -> Result<Summary> {
+    let mut inputs = Vec::new();
+    for (i, input) in spec.inputs.iter().enumerate() {
+        let (_, files) = crate::storage::list_parquet_files(ctx, &input.url).await?;
+        let rows = scalar_u64(ctx, &format!("SELECT count(*) FROM {}", ident(&format!("input_{i}")))).await?;
+        inputs.push(PlanInput {
+            name: input.name.clone(),
+            url: input.url.clone(),
+            files: files.len() as u64,
+            bytes: files.iter().map(|f| f.size).sum(),
+            rows,
+        });
+    }
+    let output_action = OutputDir::check(ctx, &spec.output, overwrite).await?.to_string();
+    let fp = &spec.fingerprint;
+    let idf = match (&fp.idf_model, fp.weighting.needs_idf(), store) {
+        (_, false, _) => "none (weighting without IDF)".to_string(),
+        (Some(model), true, Some(s)) if s.manifest.is_some() => format!("the store's frozen model {model}"),
+        (Some(model), true, _) => format!("saved model {model}"),
+        (None, true, Some(_)) => "this run's documents (frozen into the new store)".to_string(),
+        (None, true, None) => "this run's documents (corpus document frequencies)".to_string(),
+    };
+    let mut stages: Vec<&str> = vec!["segment (20_terms.sql)"];
+    if fp.weighting.needs_idf() && fp.idf_model.is_none() {
+        stages.push("corpus_df (31_corpus_df.sql)");
+    }
+    stages.push("fingerprints (40_fingerprints.sql)");
+    if store.is_some() {
+        stages.extend([
+            "term sets (92_store_term_sets.sql)",
+            "candidates of tonight's fingerprints (90_store_near_pairs.sql, 91_store_minhash_candidates.sql)",
+            "verify (55_verified_pairs.sql)",
+            "representatives, the run's partition (94_store_run.sql)",
+            "report (95_store_clusters.sql, 96_store_pairs.sql)",
+        ]);
+    } else if with_join {
+        stages.extend(["candidates (50_near_pairs.sql, 51_minhash_candidates.sql)", "verify (55_verified_pairs.sql)", "clusters (60_clusters.sql)", "pairs (70_pairs.sql)"]);
+    }
+    Ok(Summary {
+        neardup_version: env!("CARGO_PKG_VERSION").into(),
+        command: if with_join { "dedup" } else { "fingerprint" }.into(),
+        output: spec.output.clone(),
+        settings: Some(FingerprintSettings::of(fp)),
+        keep: spec.keep.clone(),
+        plan: Some(Plan { inputs, output: spec.output.clone(), output_action, idf, stages: stages.into_iter().map(String::from).collect() }),
+        ..Summary::default()
+    })
+}
+
+/// The summary's name of where candidates come from.
+pub(super) fn candidates_name(join: &JoinOptions) -> String {
+    match join.candidates {
+        Candidates::Simhash => "simhash".to_string(),
+        Candidates::Minhash => format!("minhash:{}", join.minhash),
+        Candidates::Both => format!("simhash+minhash:{}", join.minhash),
+    }
+}
+
 /// Run `neardup pairs`: the join and clustering over existing fingerprints.
 pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary> {
     let keep = KeepRule::parse(&spec.keep)?;
     spec.join.validate()?;
     crate::storage::check_input_names(std::slice::from_ref(&spec.fingerprints))?;
     let ctx = context(&spec.engine).await?;
-    let mut progress = Progress::new(options.quiet);
+    let mut progress = Progress::new(options);
     let input = &spec.fingerprints;
     let settings = check_fingerprint_settings(&ctx, &input.url).await?;
     let schema = register_parquet(&ctx, "fingerprints_input", &input.url).await?;
@@ -741,7 +910,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     progress.done("inputs", format!("fingerprints from '{}'", input.url));
     let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
     let result = async {
-        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None });
+        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None });
         let mut summary = join_stages(&ctx, &spec.join, &keep, &out, meta.as_ref(), &mut progress).await?;
         summary.command = "pairs".into();
         summary.output = out.url().to_string();

@@ -130,6 +130,12 @@ pub struct Summary {
     pub unconfirmed_copies: u64,
     pub keep: String,
     pub idf: Option<IdfSummary>,
+    /// Store runs: the store, the run and what it added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreSummary>,
+    /// Dry runs: what the run would read, do and write (nothing was written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
     pub timings_ms: BTreeMap<String, u64>,
     pub total_ms: u64,
 }
@@ -162,4 +168,46 @@ pub struct IdfSummary {
     pub n_docs: u64,
     pub terms: u64,
     pub saved_to: Option<String>,
+}
+
+/// What a store run adds to the summary.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StoreSummary {
+    pub url: String,
+    pub run_id: String,
+    /// Committed runs before this one that it was compared with.
+    pub earlier_runs: u64,
+    /// Documents of those runs.
+    pub stored_documents: u64,
+    /// Input documents whose (source, id) an earlier run already holds: skipped.
+    pub already_stored: u64,
+    /// Documents this run added to the store.
+    pub added: u64,
+    /// Of those, the duplicates whose representative is in an earlier run.
+    pub duplicates_of_stored: u64,
+    /// The frozen IDF model (`xxh3:<digest>`), and whether this run created the store.
+    pub idf_model: String,
+    pub created: bool,
+}
+
+/// A dry run's plan.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Plan {
+    pub inputs: Vec<PlanInput>,
+    pub output: String,
+    /// `create` or `replace`.
+    pub output_action: String,
+    /// Where document frequencies come from.
+    pub idf: String,
+    pub stages: Vec<String>,
+}
+
+/// One input of a dry run's plan.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PlanInput {
+    pub name: String,
+    pub url: String,
+    pub files: u64,
+    pub bytes: u64,
+    pub rows: u64,
 }

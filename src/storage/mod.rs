@@ -156,14 +156,14 @@ async fn check_parquet_magic(store: &dyn object_store::ObjectStore, meta: &Objec
 }
 
 /// The store and path of the one object a path or URL names.
-pub(crate) fn locate(ctx: &SessionContext, url: &str) -> Result<(Arc<dyn object_store::ObjectStore>, object_store::path::Path)> {
+pub fn locate(ctx: &SessionContext, url: &str) -> Result<(Arc<dyn object_store::ObjectStore>, object_store::path::Path)> {
     let parsed = ListingTableUrl::parse(url).map_err(|e| Error::input(format!("'{url}' is not a path or URL: {e}")))?;
     let store = ctx.runtime_env().object_store(parsed.object_store()).map_err(|e| Error::input(e.to_string()))?;
     Ok((store, parsed.prefix().clone()))
 }
 
 /// The whole object at `url`.
-pub(crate) async fn read_object(ctx: &SessionContext, url: &str) -> Result<bytes::Bytes> {
+pub async fn read_object(ctx: &SessionContext, url: &str) -> Result<bytes::Bytes> {
     let (store, path) = locate(ctx, url)?;
     let read_error = |e: object_store::Error| Error::runtime(format!("cannot read '{url}': {e}"));
     store.get(&path).await.map_err(read_error)?.bytes().await.map_err(read_error)
@@ -171,12 +171,20 @@ pub(crate) async fn read_object(ctx: &SessionContext, url: &str) -> Result<bytes
 
 /// Register the Parquet files at `url` as table `name`; returns its schema.
 pub async fn register_parquet(ctx: &SessionContext, name: &str, url: &str) -> Result<SchemaRef> {
-    let (table_url, files) = list_parquet_files(ctx, url).await?;
-    let base = table_url.object_store();
-    let urls = files
-        .iter()
-        .map(|f| ListingTableUrl::parse(format!("{}{}", base.as_str(), f.location)))
-        .collect::<datafusion::error::Result<Vec<_>>>()?;
+    register_parquet_files(ctx, name, std::slice::from_ref(&url.to_string())).await
+}
+
+/// Register the Parquet files at every one of `urls` as one table `name`.
+pub async fn register_parquet_files(ctx: &SessionContext, name: &str, locations: &[String]) -> Result<SchemaRef> {
+    let mut urls = Vec::new();
+    for location in locations {
+        let (table_url, files) = list_parquet_files(ctx, location).await?;
+        let base = table_url.object_store();
+        for f in &files {
+            urls.push(ListingTableUrl::parse(format!("{}{}", base.as_str(), f.location))?);
+        }
+    }
+    let url = locations.join(", ");
     let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension("");
     let state = ctx.state();
     let config = ListingTableConfig::new_with_multi_paths(urls)

@@ -83,6 +83,48 @@ impl OutputDir {
         }
     }
 
+    /// What [`OutputDir::prepare`] would do, without doing it (for dry runs):
+    /// `create` or `replace`, or the error `prepare` would give. A local
+    /// target's nearest existing folder is checked to be writable with a
+    /// probe file that is removed at once; on object stores the target is
+    /// listed, and the right to write is first tried by the real run.
+    pub async fn check(ctx: &SessionContext, url: &str, overwrite: bool) -> Result<&'static str> {
+        if url.trim().is_empty() {
+            return Err(Error::input("the output path is empty"));
+        }
+        let exists = match local_path(url) {
+            Some(path) => {
+                let target = std::path::absolute(path)?;
+                let exists = target.exists() && std::fs::read_dir(&target).map(|mut d| d.next().is_some()).unwrap_or(true);
+                if target.exists() && !target.is_dir() {
+                    return Err(Error::input(format!("output '{}' exists and is not a folder", target.display())));
+                }
+                let mut folder = target.parent().map(PathBuf::from);
+                while let Some(f) = folder.clone().filter(|f| !f.exists()) {
+                    folder = f.parent().map(PathBuf::from);
+                }
+                let folder = folder.ok_or_else(|| Error::input(format!("output '{}' has no parent folder", target.display())))?;
+                let probe = folder.join(format!(".neardup-probe-{}", std::process::id()));
+                std::fs::write(&probe, b"")
+                    .map_err(|e| Error::input(format!("cannot write the output '{}': '{}' is not writable ({e})", target.display(), folder.display())))?;
+                let _ = std::fs::remove_file(&probe);
+                exists
+            }
+            None => {
+                let parsed = ListingTableUrl::parse(url).map_err(|e| Error::input(format!("output '{url}' is not a URL: {e}")))?;
+                let store = ctx.runtime_env().object_store(parsed.object_store()).map_err(|e| Error::input(e.to_string()))?;
+                !list(store.as_ref(), parsed.prefix()).await.map_err(|e| e.context(format!("output '{url}'")))?.is_empty()
+            }
+        };
+        match (exists, overwrite) {
+            (false, _) => Ok("create"),
+            (true, true) => Ok("replace"),
+            (true, false) => Err(Error::input(format!(
+                "output '{url}' already exists: choose a new path, or pass --overwrite to replace it"
+            ))),
+        }
+    }
+
     fn prepare_local(url: &str, target: PathBuf, overwrite: bool) -> Result<OutputDir> {
         if target.exists() {
             if !target.is_dir() {

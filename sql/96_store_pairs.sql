@@ -1,0 +1,56 @@
+-- Store runs, the night's report: the pairs found tonight, as evidence edges
+-- in the form of 70_pairs.sql. Each fingerprint is anchored at its first
+-- stored document by (source, id), or, if no earlier run has it, at its
+-- first eligible document of tonight: anchors stay in earlier runs, which
+-- tonight does not change. Each of tonight's documents is paired with its
+-- fingerprint's anchor (distance 0), and each near pair of fingerprints found
+-- tonight is reported once, between the two anchors; in every pair
+-- (source_a, id_a) < (source_b, id_b). The pairs of all
+-- nights together link the same documents as one run over all of them.
+COPY (
+  WITH touched AS (
+    SELECT simhash FROM eligible WHERE simhash IS NOT NULL
+    UNION SELECT simhash_a FROM near_pairs
+    UNION SELECT simhash_b FROM near_pairs
+  ),
+  everyone AS (
+    SELECT simhash, source, id, 1 AS tonight FROM eligible WHERE simhash IS NOT NULL
+    UNION ALL
+    SELECT simhash, source, id, 0 AS tonight FROM stored WHERE simhash IN (SELECT simhash FROM touched)
+  ),
+  anchors AS (
+    SELECT simhash, source, id
+    FROM (
+      SELECT simhash, source, id,
+             row_number() OVER (PARTITION BY simhash ORDER BY tonight, source, id) AS r
+      FROM everyone
+    )
+    WHERE r = 1
+  ),
+  exact AS (
+    SELECT a.source AS sx, a.id AS ix, f.source AS sy, f.id AS iy,
+           CAST(0 AS INT) AS hamming,
+           CAST(NULL AS DOUBLE) AS similarity
+    FROM eligible f
+    JOIN anchors a ON f.simhash = a.simhash
+    WHERE NOT (f.source = a.source AND f.id = a.id)
+  ),
+  near AS (
+    SELECT x.source AS sx, x.id AS ix, y.source AS sy, y.id AS iy, n.hamming, n.similarity
+    FROM near_pairs n
+    JOIN anchors x ON n.simhash_a = x.simhash
+    JOIN anchors y ON n.simhash_b = y.simhash
+  ),
+  edges AS (
+    SELECT *, (sy < sx OR (sy = sx AND iy < ix)) AS swap
+    FROM (SELECT * FROM exact UNION ALL SELECT * FROM near)
+  )
+  SELECT CASE WHEN swap THEN sy ELSE sx END AS source_a,
+         CASE WHEN swap THEN iy ELSE ix END AS id_a,
+         CASE WHEN swap THEN sx ELSE sy END AS source_b,
+         CASE WHEN swap THEN ix ELSE iy END AS id_b,
+         hamming,
+         similarity
+  FROM edges
+  ORDER BY source_a, id_a, source_b, id_b
+) TO {{path}} STORED AS PARQUET

@@ -1,0 +1,499 @@
+//! Nightly runs against a fingerprint store.
+//!
+//! A store is a folder (local or on an object store) that grows by one
+//! partition per run:
+//!
+//! ```text
+//! STORE/store.json                     settings, IDF model, keep rule (written once)
+//! STORE/idf/model.parquet              the frozen IDF model (hash, term, df)
+//! STORE/runs/run=ID/part-00000.parquet the run's documents: fingerprints, term sets, representatives
+//! STORE/runs/run=ID/_SUCCESS           written last: a run without it does not exist
+//! ```
+//!
+//! A run with id ID reads the committed runs with smaller ids (in string
+//! order: dates sort), skips input documents they already hold, finds pairs
+//! with at least one of tonight's fingerprints (never re-joining the store
+//! with itself), assigns representatives without changing any earlier run
+//! (sql/94_store_run.sql), then commits its partition, and only then the
+//! night's report. Rerunning an id recomputes the same partition from the
+//! same earlier runs and replaces it: a retried run never duplicates entries.
+
+use std::sync::Arc;
+
+use datafusion::prelude::SessionContext;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use serde::{Deserialize, Serialize};
+
+use super::config::{JobSpec, KeepRule, StoreOptions};
+use super::runner::{
+    collect, column_u64, documents_parquet, scalar_u64, seal, strings, FileMetadata, Progress,
+};
+use super::sql::{self, render};
+use super::summary::{BandPlanSummary, FingerprintSettings, StoreSummary, Summary};
+use crate::cluster::components;
+use crate::error::{Error, Result};
+use crate::join::BandPlan;
+use crate::storage::{literal, locate, read_object, register_parquet, register_parquet_files, OutputDir};
+
+/// `store.json`: what every run of a store shares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub format: u32,
+    pub settings: FingerprintSettings,
+    /// `xxh3:<digest>` of the frozen IDF model's bytes (`none` without IDF).
+    pub idf_model: String,
+    pub idf_n_docs: u64,
+    pub keep: String,
+    /// The run that created the store.
+    pub created_by_run: String,
+    pub neardup_version: String,
+}
+
+/// A store, opened for run `run_id`.
+#[derive(Debug)]
+pub struct StoreRun {
+    url: String,
+    pub run_id: String,
+    pub manifest: Option<Manifest>,
+    /// Committed runs with smaller ids, in order.
+    pub earlier: Vec<String>,
+    store: Arc<dyn ObjectStore>,
+    root: ObjectPath,
+}
+
+fn digest(bytes: &[u8]) -> String {
+    format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
+}
+
+/// The fields in which two settings differ, as `name: a ≠ b`.
+fn differences(a: &FingerprintSettings, b: &FingerprintSettings) -> String {
+    let (a, b) = (serde_json::to_value(a).expect("settings serialise"), serde_json::to_value(b).expect("settings serialise"));
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else { return String::new() };
+    a.iter()
+        .filter(|(k, v)| b.get(*k) != Some(v))
+        .map(|(k, v)| format!("{k}: store {v} ≠ run {}", b.get(k).cloned().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl StoreRun {
+    /// Open the store at `options.url` for a run with `settings` and `keep`;
+    /// refuses a store made with other settings. `idf_model` is the model the
+    /// run was given, if any: a new store freezes it, an existing one must
+    /// hold the same.
+    pub async fn open(
+        ctx: &SessionContext,
+        options: &StoreOptions,
+        settings: &FingerprintSettings,
+        keep: &KeepRule,
+        idf_model: Option<&str>,
+    ) -> Result<StoreRun> {
+        let url = options.url.trim_end_matches('/').to_string();
+        let run_id = options.run_id.clone().unwrap_or_default();
+        super::config::check_run_id(&run_id)?;
+        let (store, root) = locate(ctx, &url)?;
+        let manifest = match store.get(&root.clone().join("store.json")).await {
+            Ok(got) => {
+                let bytes = got.bytes().await.map_err(|e| Error::runtime(format!("cannot read '{url}/store.json': {e}")))?;
+                Some(serde_json::from_slice::<Manifest>(&bytes).map_err(|e| {
+                    Error::input(format!("'{url}/store.json' is not a neardup store manifest ({e}): is '{url}' a store?"))
+                })?)
+            }
+            Err(object_store::Error::NotFound { .. }) => None,
+            Err(e) => return Err(Error::runtime(format!("cannot read '{url}/store.json': {e}"))),
+        };
+        let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), store, root };
+        if let Some(m) = &run.manifest {
+            if m.settings != *settings {
+                return Err(Error::input(format!(
+                    "store '{}' holds fingerprints made with other settings ({}): they cannot be compared. \
+                     Run with the store's settings, or start a new store",
+                    run.url,
+                    differences(&m.settings, settings)
+                )));
+            }
+            if m.keep != keep.to_string() {
+                return Err(Error::input(format!(
+                    "store '{}' keeps representatives by '{}', this run by '{keep}': use --keep {}",
+                    run.url, m.keep, m.keep
+                )));
+            }
+            if let Some(model) = idf_model {
+                let given = digest(&read_object(ctx, model).await?);
+                if given != m.idf_model {
+                    return Err(Error::input(format!(
+                        "IDF model '{model}' ({given}) is not the store's frozen model ({}): fingerprints made with \
+                         it would not be comparable. Drop the model option to use the store's, or start a new store \
+                         to refresh the model",
+                        m.idf_model
+                    )));
+                }
+            }
+        }
+        let missing = local(&run.url).is_some_and(|p| !std::path::Path::new(p).exists());
+        if !missing {
+            run.earlier = run.committed_runs().await?.into_iter().filter(|id| *id < run.run_id).collect();
+        }
+        if run.manifest.is_none() && !run.earlier.is_empty() {
+            return Err(Error::input(format!(
+                "'{}' has runs but no store.json: it is damaged or not a neardup store",
+                run.url
+            )));
+        }
+        Ok(run)
+    }
+
+    /// Ids of every committed run (a `_SUCCESS` under `runs/run=ID/`).
+    async fn committed_runs(&self) -> Result<Vec<String>> {
+        use futures::TryStreamExt;
+        let prefix = self.root.clone().join("runs");
+        let objects: Vec<_> = self
+            .store
+            .list(Some(&prefix))
+            .try_collect()
+            .await
+            .map_err(|e| Error::runtime(format!("cannot list the runs of store '{}': {e}", self.url)))?;
+        let depth = prefix.parts().count();
+        let mut ids: Vec<String> = objects
+            .iter()
+            .filter_map(|m| {
+                let parts: Vec<_> = m.location.parts().skip(depth).map(|p| p.as_ref().to_string()).collect();
+                match parts.as_slice() {
+                    [dir, file] if file == "_SUCCESS" => dir.strip_prefix("run=").map(str::to_string),
+                    _ => None,
+                }
+            })
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The store's frozen IDF model.
+    pub fn model_url(&self) -> String {
+        format!("{}/idf/model.parquet", self.url)
+    }
+
+    fn run_url(&self, id: &str) -> String {
+        format!("{}/runs/run={id}", self.url)
+    }
+
+    /// Register the earlier runs as table `stored` (nothing when there are none).
+    pub async fn register_earlier(&self, ctx: &SessionContext) -> Result<()> {
+        if self.earlier.is_empty() {
+            return Ok(());
+        }
+        let files: Vec<String> = self.earlier.iter().map(|id| format!("{}/part-00000.parquet", self.run_url(id))).collect();
+        register_parquet_files(ctx, "stored", &files).await?;
+        Ok(())
+    }
+
+    /// Freeze the IDF model at `model` (a work file, or the model the run
+    /// was given) into the store and write `store.json`: before the first
+    /// run is committed, so that no run exists without them.
+    async fn create(&mut self, ctx: &SessionContext, model: Option<&str>, n_docs: u64, settings: &FingerprintSettings, keep: &KeepRule) -> Result<()> {
+        let idf_model = match model {
+            Some(model) => {
+                let bytes = read_object(ctx, model).await?;
+                let id = digest(&bytes);
+                self.put("idf/model.parquet", bytes.to_vec()).await?;
+                id
+            }
+            None => "none".into(),
+        };
+        let manifest = Manifest {
+            format: 1,
+            settings: settings.clone(),
+            idf_model,
+            idf_n_docs: n_docs,
+            keep: keep.to_string(),
+            created_by_run: self.run_id.clone(),
+            neardup_version: env!("CARGO_PKG_VERSION").into(),
+        };
+        self.put("store.json", serde_json::to_vec_pretty(&manifest).expect("manifest serialises")).await?;
+        self.manifest = Some(manifest);
+        Ok(())
+    }
+
+    async fn put(&self, relative: &str, bytes: Vec<u8>) -> Result<()> {
+        let path = relative.split('/').fold(self.root.clone(), |p, part| p.join(part));
+        if let Some(dir) = local(&self.url) {
+            let file = std::path::Path::new(dir).join(relative);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+        }
+        self.store
+            .put(&path, PutPayload::from(bytes))
+            .await
+            .map_err(|e| Error::runtime(format!("cannot write '{}/{relative}': {e}", self.url)))?;
+        Ok(())
+    }
+}
+
+fn local(url: &str) -> Option<&str> {
+    match url.strip_prefix("file://") {
+        Some(p) => Some(p),
+        None if url.contains("://") => None,
+        None => Some(url),
+    }
+}
+
+/// Make `documents` the input documents that no earlier run holds; returns
+/// how many were skipped. The inputs are the view `documents_input`.
+pub async fn documents_not_stored(ctx: &SessionContext, store: &StoreRun) -> Result<u64> {
+    if store.earlier.is_empty() {
+        collect(ctx, "CREATE VIEW documents AS SELECT * FROM documents_input").await?;
+        return Ok(0);
+    }
+    collect(
+        ctx,
+        "CREATE VIEW documents AS SELECT * FROM documents_input d \
+         WHERE NOT EXISTS (SELECT 1 FROM stored s WHERE s.source = d.source AND s.id = d.id)",
+    )
+    .await?;
+    scalar_u64(
+        ctx,
+        "SELECT count(*) FROM documents_input d WHERE EXISTS (SELECT 1 FROM stored s WHERE s.source = d.source AND s.id = d.id)",
+    )
+    .await
+}
+
+/// What the fingerprint stages leave for the store stages.
+pub struct Night<'a> {
+    pub spec: &'a JobSpec,
+    pub keep: &'a KeepRule,
+    pub settings: &'a FingerprintSettings,
+    /// The df table the fingerprints were made with (a work file or the store's model).
+    pub model: Option<&'a str>,
+    pub idf_n_docs: u64,
+    pub already_stored: u64,
+}
+
+/// The store stages: pairs with tonight's fingerprints, representatives,
+/// the run's partition (committed here) and the night's report (staged in
+/// `out`, committed by the caller).
+pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Night<'_>, out: &OutputDir, progress: &mut Progress) -> Result<Summary> {
+    let join = &night.spec.join;
+    let keep = night.keep;
+    let k = join.max_hamming;
+    let keep_key = if keep.column().is_some() { ", keep_key" } else { "" };
+    if store.earlier.is_empty() {
+        collect(
+            ctx,
+            &format!(
+                "CREATE VIEW stored AS SELECT source, id, simhash, n_terms, n_chars, term_set{keep_key}, \
+                 source AS representative_source, id AS representative_id, CAST(NULL AS VARCHAR) AS run \
+                 FROM fingerprints WHERE false"
+            ),
+        )
+        .await?;
+    }
+    let stored_documents = scalar_u64(ctx, "SELECT count(*) FROM stored").await?;
+
+    let sets_path = out.staged("_work/term_sets.parquet");
+    collect(ctx, &render(sql::STORE_TERM_SETS, &[("path", &literal(&sets_path))])).await?;
+    register_parquet(ctx, "term_sets", &sets_path).await?;
+    let verify = join.verify;
+    let unconfirmed = match verify.measure() {
+        None => {
+            collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
+            0
+        }
+        Some((measure, threshold)) => {
+            let statement = render(sql::STORE_UNCONFIRMED, &[("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))]);
+            let mut rejected = Vec::new();
+            for b in collect(ctx, &statement).await? {
+                let (sources, ids) = (strings(&b, 0)?, strings(&b, 1)?);
+                rejected.extend(sources.into_iter().zip(ids));
+            }
+            out.put("_work/unconfirmed.parquet", documents_parquet(&rejected)?).await?;
+            register_parquet(ctx, "unconfirmed", &out.staged("_work/unconfirmed.parquet")).await?;
+            collect(
+                ctx,
+                "CREATE VIEW eligible AS SELECT * FROM fingerprints f \
+                 WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
+            )
+            .await?;
+            rejected.len() as u64
+        }
+    };
+
+    // Candidates: tonight's fingerprints against every known one.
+    let known = scalar_u64(
+        ctx,
+        "SELECT count(*) FROM (SELECT simhash FROM fingerprints WHERE simhash IS NOT NULL \
+         UNION SELECT simhash FROM stored WHERE simhash IS NOT NULL)",
+    )
+    .await?;
+    let mut plan = None;
+    let mut sources = Vec::new();
+    if join.candidates.simhash() {
+        let p = match join.blocks {
+            Some(m) => BandPlan::new(k, m),
+            None => BandPlan::auto(k, known),
+        }
+        .map_err(Error::Input)?;
+        let path = out.staged("_work/candidates/simhash.parquet");
+        collect(ctx, &render(sql::STORE_NEAR_PAIRS, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
+        sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
+        plan = Some(p);
+    }
+    if join.candidates.minhash() {
+        let mh = join.minhash;
+        let path = out.staged("_work/candidates/minhash.parquet");
+        let statement = render(
+            sql::STORE_MINHASH_CANDIDATES,
+            &[("path", &literal(&path)), ("bands", &mh.bands.to_string()), ("rows", &mh.rows.to_string())],
+        );
+        collect(ctx, &statement).await?;
+        sources.push(format!("MinHash {mh}"));
+    }
+    let candidates_path = out.staged("_work/candidates/");
+    register_parquet(ctx, "candidates", &candidates_path).await?;
+    let candidate_count = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
+    progress.done(
+        "join",
+        format!("{candidate_count} candidate pairs of tonight's fingerprints among {known} known ({})", sources.join("; ")),
+    );
+    let near_path = match verify.measure() {
+        None => candidates_path,
+        Some((measure, threshold)) => {
+            let near_path = out.staged("_work/near_pairs.parquet");
+            let statement = render(
+                sql::VERIFIED_PAIRS,
+                &[("path", &literal(&near_path)), ("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))],
+            );
+            collect(ctx, &statement).await?;
+            near_path
+        }
+    };
+    register_parquet(ctx, "near_pairs", &near_path).await?;
+    let mut edges = Vec::new();
+    for b in collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await? {
+        let (a, c) = (column_u64(&b, 0)?, column_u64(&b, 1)?);
+        edges.extend(a.values().iter().copied().zip(c.values().iter().copied()));
+    }
+    let near_count = edges.len() as u64;
+    if verify.measure().is_some() {
+        progress.done("verify", format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} copies rejected"));
+    }
+    out.put("_work/components.parquet", super::runner::components_parquet(&components(edges))?).await?;
+    register_parquet(ctx, "components", &out.staged("_work/components.parquet")).await?;
+
+    // The run's partition, staged beside the store's runs.
+    let created = store.manifest.is_none();
+    let idf_model = match (&store.manifest, night.model) {
+        (Some(m), _) => m.idf_model.clone(),
+        (None, Some(model)) => digest(&read_object(ctx, model).await?),
+        (None, None) => "none".into(),
+    };
+    let run_out = OutputDir::prepare(ctx, &store.run_url(&store.run_id), true).await?;
+    let run_path = run_out.staged("part-00000.parquet");
+    let written = async {
+        let statement = render(
+            sql::STORE_RUN,
+            &[
+                ("keep_key", keep_key),
+                ("keep_key_f", if keep_key.is_empty() { "" } else { ", f.keep_key" }),
+                ("keep_order", keep.order_by()),
+                ("run", &literal(&store.run_id)),
+                ("path", &literal(&run_path)),
+            ],
+        );
+        collect(ctx, &statement).await?;
+        let meta = FileMetadata { settings: night.settings.clone(), idf_n_docs: Some(night.idf_n_docs), idf_model: Some(idf_model.clone()) };
+        seal(ctx, &run_path, Some(&meta)).await?;
+        register_parquet(ctx, "night", &run_path).await?;
+        Ok::<_, Error>(meta)
+    }
+    .await;
+    let meta = match written {
+        Ok(meta) => meta,
+        Err(e) => {
+            run_out.abort().await;
+            return Err(e);
+        }
+    };
+    progress.done("representatives", format!("run '{}' staged", store.run_id));
+
+    // The night's report.
+    let clusters_path = out.staged("clusters/part-00000.parquet");
+    collect(ctx, &render(sql::STORE_CLUSTERS, &[("path", &literal(&clusters_path))])).await?;
+    seal(ctx, &clusters_path, Some(&meta)).await?;
+    let pairs_path = out.staged("pairs/part-00000.parquet");
+    collect(ctx, &render(sql::STORE_PAIRS, &[("path", &literal(&pairs_path))])).await?;
+    seal(ctx, &pairs_path, Some(&meta)).await?;
+    register_parquet(ctx, "night_clusters", &clusters_path).await?;
+    register_parquet(ctx, "night_pairs", &pairs_path).await?;
+    let counts = collect(
+        ctx,
+        &format!(
+            "SELECT count(*), \
+                    COALESCE(sum(CASE WHEN NOT is_representative THEN 1 ELSE 0 END), 0), \
+                    COALESCE(sum(CASE WHEN NOT is_representative AND representative_run <> {run} THEN 1 ELSE 0 END), 0), \
+                    count(DISTINCT (representative_source, representative_id)) \
+             FROM night_clusters",
+            run = literal(&store.run_id)
+        ),
+    )
+    .await?;
+    let c = &counts[0];
+    let (in_clusters, duplicates, of_stored, clusters) =
+        (column_u64(c, 0)?.value(0), column_u64(c, 1)?.value(0), column_u64(c, 2)?.value(0), column_u64(c, 3)?.value(0));
+    let pairs = scalar_u64(ctx, "SELECT count(*) FROM night_pairs").await?;
+    let added = scalar_u64(ctx, "SELECT count(*) FROM night").await?;
+
+    // Commit: the store's model and manifest first (for its first run), then
+    // the run, then (the caller) the report.
+    if created {
+        store.create(ctx, night.model, night.idf_n_docs, night.settings, keep).await?;
+    }
+    let store_summary = StoreSummary {
+        url: store.url.clone(),
+        run_id: store.run_id.clone(),
+        earlier_runs: store.earlier.len() as u64,
+        stored_documents,
+        already_stored: night.already_stored,
+        added,
+        duplicates_of_stored: of_stored,
+        idf_model,
+        created,
+    };
+    run_out.commit(&serde_json::to_string_pretty(&store_summary).expect("summary serialises")).await?;
+    progress.done("store", format!("run '{}' committed: {added} documents added, {} earlier runs", store.run_id, store.earlier.len()));
+
+    Ok(Summary {
+        neardup_version: env!("CARGO_PKG_VERSION").into(),
+        distinct_fingerprints: scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?,
+        near_fingerprint_pairs: near_count,
+        pairs,
+        clusters,
+        documents_in_clusters: in_clusters,
+        duplicates,
+        max_hamming: k,
+        band_plan: plan.as_ref().map(|plan| BandPlanSummary::of(plan, join.blocks.is_none())),
+        candidates: super::runner::candidates_name(join),
+        candidate_pairs: candidate_count,
+        verify: verify.to_string(),
+        unconfirmed_copies: unconfirmed,
+        keep: keep.to_string(),
+        store: Some(store_summary),
+        ..Summary::default()
+    })
+}
+
+/// Whether the report folder at `url` is a committed report of run `run_id`
+/// (so that a rerun may replace it).
+pub async fn is_report_of(ctx: &SessionContext, url: &str, run_id: &str) -> bool {
+    let Ok(bytes) = read_object(ctx, &format!("{}/summary.json", url.trim_end_matches('/'))).await else { return false };
+    serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("store")?.get("run_id")?.as_str().map(|id| id == run_id))
+        .unwrap_or(false)
+}

@@ -1,0 +1,364 @@
+//! Nightly runs against a fingerprint store: nights equal one run over all of
+//! them, reruns are idempotent, earlier representatives stay, incompatible
+//! settings are refused, a killed run reruns to the same result, dry runs
+//! write nothing, JSON logs, and the cron example of jobs/.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+mod common;
+use common::*;
+
+const NIGHTS: [&str; 3] = ["2026-11-01", "2026-11-02", "2026-11-03"];
+
+/// sample_data's documents (one source, `crawl`) split into three nightly
+/// drops under `dir/drops/NIGHT/` by a hash of their id; returns `dir/all.parquet`
+/// with all of them too.
+fn drops(dir: &Path) -> PathBuf {
+    let all = dir.join("all.parquet");
+    let docs = "(SELECT id, text FROM news UNION ALL SELECT id, text FROM reprints)";
+    let mut sql = format!("COPY (SELECT * FROM {docs} ORDER BY id) TO '{}' STORED AS PARQUET;", all.display());
+    for (k, night) in NIGHTS.iter().enumerate() {
+        let folder = dir.join("drops").join(night);
+        std::fs::create_dir_all(&folder).unwrap();
+        sql += &format!(
+            "COPY (SELECT * FROM {docs} WHERE hash64(id) % 3 = {k} ORDER BY id) TO '{}' STORED AS PARQUET;",
+            folder.join("part-0.parquet").display()
+        );
+    }
+    let news = format!("news={}", sample("news.parquet"));
+    let reprints = format!("reprints={}", sample("reprints.parquet"));
+    ok(&neardup(&["sql", "-t", &news, "-t", &reprints, "-c", &sql]));
+    all
+}
+
+/// One night: dedup its drop against the store.
+fn night(dir: &Path, store: &str, night: &str, reports: &str, extra: &[&str]) -> std::process::Output {
+    let input = format!("crawl={}/drops/{{run_id}}/", dir.display());
+    let output = format!("{reports}/{{run_id}}");
+    let mut args = vec!["dedup", "-q", "-i", &input, "--store", store, "--run-id", night, "-o", &output];
+    args.extend_from_slice(extra);
+    neardup(&args)
+}
+
+fn store_rows(store: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut rows = Vec::new();
+    for run in NIGHTS {
+        let folder = store.join(format!("runs/run={run}"));
+        if !folder.join("_SUCCESS").exists() {
+            continue;
+        }
+        let batches = read_dir(&folder);
+        let cols = ["source", "id", "representative_source", "representative_id", "run"];
+        let values: Vec<Vec<String>> = cols.iter().map(|c| strings(&batches, c)).collect();
+        let hashes = u64s(&batches, "simhash");
+        for i in 0..hashes.len() {
+            let mut row: BTreeMap<String, String> = cols.iter().zip(&values).map(|(c, v)| (c.to_string(), v[i].clone())).collect();
+            row.insert("simhash".into(), format!("{:?}", hashes[i]));
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// Connected components (of two or more documents) of the union of pairs.
+fn components_of(pairs: &[(String, String)]) -> BTreeSet<BTreeSet<String>> {
+    let mut parent: BTreeMap<String, String> = BTreeMap::new();
+    fn find(parent: &mut BTreeMap<String, String>, x: &str) -> String {
+        let p = parent.get(x).cloned().unwrap_or_else(|| x.to_string());
+        if p == x {
+            return p;
+        }
+        let root = find(parent, &p);
+        parent.insert(x.to_string(), root.clone());
+        root
+    }
+    for (a, b) in pairs {
+        for x in [a, b] {
+            parent.entry(x.clone()).or_insert_with(|| x.clone());
+        }
+        let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+        if ra != rb {
+            let (low, high) = if ra < rb { (ra, rb) } else { (rb, ra) };
+            parent.insert(high, low);
+        }
+    }
+    let nodes: Vec<String> = parent.keys().cloned().collect();
+    let mut groups: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for n in nodes {
+        let r = find(&mut parent, &n);
+        groups.entry(r).or_default().insert(n);
+    }
+    groups.into_values().filter(|g| g.len() > 1).collect()
+}
+
+fn report_pairs(report: &Path) -> Vec<(String, String)> {
+    pairs(report).into_iter().map(|(a, b, _)| (a, b)).collect()
+}
+
+#[test]
+fn nights_give_what_one_run_over_all_of_them_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = drops(dir.path());
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    // Exact comparison: SimHash candidates without the term-set check, and
+    // one IDF model for both (frozen from the first night).
+    let exact = ["--candidates", "simhash", "--verify", "none"];
+    ok(&night(dir.path(), s, NIGHTS[0], r, &exact));
+    let model = store.join("idf/model.parquet");
+    assert!(model.exists() && store.join("store.json").exists());
+    for n in &NIGHTS[1..] {
+        ok(&night(dir.path(), s, n, r, &exact));
+    }
+    let full = dir.path().join("full");
+    let all_input = format!("crawl={}", all.display());
+    let mut args = vec!["dedup", "-q", "-i", &all_input, "-o", full.to_str().unwrap(), "--idf-model", model.to_str().unwrap()];
+    args.extend_from_slice(&exact);
+    ok(&neardup(&args));
+
+    // The same fingerprint for every document, each document stored once.
+    let rows = store_rows(&store);
+    let stored: BTreeMap<String, String> = rows.iter().map(|r| (format!("{}/{}", r["source"], r["id"]), r["simhash"].clone())).collect();
+    assert_eq!(stored.len(), rows.len(), "a document is stored twice");
+    let batches = read_dir(&full.join("fingerprints"));
+    let (ids, hashes) = (strings(&batches, "id"), u64s(&batches, "simhash"));
+    let one_run: BTreeMap<String, String> = ids.iter().zip(&hashes).map(|(i, h)| (format!("crawl/{i}"), format!("{h:?}"))).collect();
+    assert_eq!(stored, one_run);
+
+    // The nights' pairs link exactly the documents one run clusters.
+    let nightly: Vec<(String, String)> = NIGHTS.iter().flat_map(|n| report_pairs(&reports.join(n))).collect();
+    let expected = clusters(&full);
+    assert!(expected.len() > 20, "sample_data has near duplicates in every night: {}", expected.len());
+    assert_eq!(components_of(&nightly), expected);
+    let duplicates: u64 = NIGHTS.iter().map(|n| summary(&reports.join(n))["duplicates"].as_u64().unwrap()).sum();
+    assert_eq!(duplicates, summary(&full)["duplicates"].as_u64().unwrap());
+
+    // Every representative represents itself, and is stored no later than
+    // the documents it represents.
+    let by_doc: BTreeMap<(String, String), &BTreeMap<String, String>> =
+        rows.iter().map(|r| ((r["source"].clone(), r["id"].clone()), r)).collect();
+    for r in &rows {
+        let rep = by_doc[&(r["representative_source"].clone(), r["representative_id"].clone())];
+        assert_eq!((&rep["representative_source"], &rep["representative_id"]), (&rep["source"], &rep["id"]));
+        assert!(rep["run"] <= r["run"], "{r:?} is represented by a later document {rep:?}");
+    }
+    let s3 = summary(&reports.join(NIGHTS[2]));
+    assert_eq!(s3["store"]["earlier_runs"], 2);
+    assert_eq!(s3["store"]["added"].as_u64().unwrap() + s3["store"]["stored_documents"].as_u64().unwrap(), rows.len() as u64);
+}
+
+#[test]
+fn reruns_replace_a_night_and_stored_documents_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    for n in &NIGHTS[..2] {
+        ok(&night(dir.path(), s, n, r, &[]));
+    }
+    let part = store.join(format!("runs/run={}/part-00000.parquet", NIGHTS[1]));
+    let before = (std::fs::read(&part).unwrap(), std::fs::read(reports.join(NIGHTS[1]).join("pairs/part-00000.parquet")).unwrap());
+    let rows = store_rows(&store).len();
+    // A retried night (the report exists: it is replaced without --overwrite).
+    ok(&night(dir.path(), s, NIGHTS[1], r, &[]));
+    let after = (std::fs::read(&part).unwrap(), std::fs::read(reports.join(NIGHTS[1]).join("pairs/part-00000.parquet")).unwrap());
+    assert!(before == after, "a rerun gives the same partition and report");
+    assert_eq!(store_rows(&store).len(), rows, "a rerun adds nothing");
+
+    // A drop that repeats documents of earlier nights: they are skipped.
+    let again = dir.path().join("drops/2026-11-04");
+    std::fs::create_dir_all(&again).unwrap();
+    for (i, n) in NIGHTS[..2].iter().enumerate() {
+        std::fs::copy(dir.path().join("drops").join(n).join("part-0.parquet"), again.join(format!("part-{i}.parquet"))).unwrap();
+    }
+    let o = night(dir.path(), s, "2026-11-04", r, &["--json"]);
+    let summary: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert_eq!(summary["store"]["already_stored"].as_u64().unwrap(), rows as u64);
+    assert_eq!(summary["store"]["added"], 0);
+    assert_eq!(summary["store"]["run_id"], "2026-11-04");
+}
+
+#[test]
+fn an_earlier_representative_is_never_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "北京市今天发布暴雨蓝色预警，预计午后到夜间有中到大雨，局部暴雨，请市民注意出行安全，远离河道和低洼地区。";
+    let others = ["上海证券交易所今日收盘，沪指小幅上涨，成交量较昨日有所放大。", "国家统计局公布十月份居民消费价格指数，同比上涨百分之零点三。"];
+    for (i, (n, id)) in [("2026-11-01", "b"), ("2026-11-02", "a")].into_iter().enumerate() {
+        let folder = dir.path().join("drops").join(n);
+        std::fs::create_dir_all(&folder).unwrap();
+        let sql = format!(
+            "COPY (SELECT '{id}' AS id, '{text}' AS text UNION ALL SELECT '{id}-other' AS id, '{}' AS text) TO '{}' STORED AS PARQUET",
+            others[i],
+            folder.join("p.parquet").display()
+        );
+        ok(&neardup(&["sql", "-c", &sql]));
+    }
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    ok(&night(dir.path(), s, "2026-11-01", r, &[]));
+    ok(&night(dir.path(), s, "2026-11-02", r, &[]));
+    // "a" sorts first, and would represent the pair in one run over both
+    // nights; here "b", stored the night before, stays the representative.
+    let batches = read_dir(&reports.join("2026-11-02/clusters"));
+    let ids = strings(&batches, "id");
+    let reps = strings(&batches, "representative_id");
+    let runs = strings(&batches, "representative_run");
+    let row: Vec<_> = ids.iter().zip(&reps).zip(&runs).filter(|((i, _), _)| i.as_str() == "a").collect();
+    assert_eq!(row.len(), 1, "{ids:?}");
+    assert_eq!((row[0].0 .1.as_str(), row[0].1.as_str()), ("b", "2026-11-01"));
+    let s2 = summary(&reports.join("2026-11-02"));
+    assert_eq!((s2["duplicates"].as_u64(), s2["store"]["duplicates_of_stored"].as_u64()), (Some(1), Some(1)));
+    assert!(report_pairs(&reports.join("2026-11-02")).contains(&("crawl/a".into(), "crawl/b".into())));
+}
+
+#[test]
+fn incompatible_settings_and_bad_run_ids_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    ok(&night(dir.path(), s, NIGHTS[0], r, &[]));
+    let o = night(dir.path(), s, NIGHTS[1], r, &["--tokenizer", "char-3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("tokenizer") && stderr(&o).contains("other settings"), "{}", stderr(&o));
+    let o = night(dir.path(), s, NIGHTS[1], r, &["--keep", "longest"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--keep smallest-id"), "{}", stderr(&o));
+    let other_model = dir.path().join("other.parquet");
+    let input = format!("crawl={}", dir.path().join("drops").join(NIGHTS[1]).display());
+    ok(&neardup(&["fingerprint", "-q", "-i", &input, "-o", dir.path().join("fp").to_str().unwrap(), "--save-idf-model", other_model.to_str().unwrap()]));
+    let o = night(dir.path(), s, NIGHTS[1], r, &["--idf-model", other_model.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("frozen model"), "{}", stderr(&o));
+    let o = night(dir.path(), s, "../x", r, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("run id '../x' is not valid"), "{}", stderr(&o));
+    assert!(!reports.join(NIGHTS[1]).exists() && !store.join(format!("runs/run={}", NIGHTS[1])).exists());
+}
+
+#[test]
+fn a_killed_night_reruns_to_the_same_result() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let reference = dir.path().join("reference");
+    let (rs, rr) = (reference.join("store"), reference.join("reports"));
+    for n in NIGHTS {
+        ok(&night(dir.path(), rs.to_str().unwrap(), n, rr.to_str().unwrap(), &[]));
+    }
+    let expected = store_rows(&rs);
+
+    // Kill the second night at several points, then let it finish.
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    ok(&night(dir.path(), s, NIGHTS[0], r, &[]));
+    for delay_ms in [20, 60, 120, 200, 300, 450] {
+        let input = format!("crawl={}/drops/{{run_id}}/", dir.path().display());
+        let output = format!("{r}/{{run_id}}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args(["dedup", "-q", "-i", &input, "--store", s, "--run-id", NIGHTS[1], "-o", &output])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        child.wait().unwrap();
+    }
+    for n in &NIGHTS[1..] {
+        ok(&night(dir.path(), s, n, r, &[]));
+    }
+    assert_eq!(store_rows(&store), expected, "killed and rerun nights equal uninterrupted ones");
+    for n in NIGHTS {
+        assert_eq!(pairs(&reports.join(n)), pairs(&rr.join(n)), "report of {n}");
+    }
+    // Nothing half-written is visible: every run folder is committed.
+    for entry in std::fs::read_dir(store.join("runs")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with('.') || path.join("_SUCCESS").exists(), "{name} has no _SUCCESS");
+    }
+}
+
+#[test]
+fn dry_run_checks_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    let out = ok(&night(dir.path(), s, NIGHTS[0], r, &["--dry-run"]));
+    assert!(out.contains("dry run") && out.contains("stage") && out.contains("1 file(s)"), "{out}");
+    assert!(!store.exists() && !reports.exists(), "a dry run writes nothing");
+    let plan: serde_json::Value = serde_json::from_str(&ok(&night(dir.path(), s, NIGHTS[0], r, &["--dry-run", "--json"]))).unwrap();
+    assert_eq!(plan["plan"]["output_action"], "create");
+    assert!(plan["plan"]["inputs"][0]["rows"].as_u64().unwrap() > 100);
+    // The checks of a real run apply: a missing drop is bad input.
+    let o = night(dir.path(), s, "2026-12-31", r, &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("2026-12-31"), "{}", stderr(&o));
+    assert!(!store.exists());
+}
+
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let input = format!("crawl={}/drops/{{run_id}}/", dir.path().display());
+    let output = format!("{}/{{run_id}}", reports.display());
+    let o = neardup(&["dedup", "-i", &input, "--store", store.to_str().unwrap(), "--run-id", NIGHTS[0], "-o", &output, "--log-format", "json"]);
+    ok(&o);
+    let lines: Vec<serde_json::Value> = stderr(&o).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect();
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert!(events.contains(&"segment") && events.contains(&"store"), "{events:?}");
+    assert!(lines.iter().all(|l| l["level"] == "info" && l["time"].is_string() && l["ms"].is_u64()));
+    let o = neardup(&["dedup", "-i", "/no/such/drop/", "-o", reports.join("x").to_str().unwrap(), "--log-format", "json"]);
+    assert_eq!(o.status.code(), Some(2));
+    let error: serde_json::Value = serde_json::from_str(stderr(&o).lines().last().unwrap()).unwrap();
+    assert_eq!((error["level"].as_str(), error["exit_code"].as_i64()), (Some("error"), Some(2)));
+    assert!(error["message"].as_str().unwrap().contains("/no/such/drop/"));
+}
+
+#[test]
+fn the_cron_example_runs_nights_and_stops_on_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let job = dir.path().join("nightly.toml");
+    std::fs::write(
+        &job,
+        "output = \"reports/{run_id}\"\n[[input]]\nname = \"crawl\"\nurl = \"drops/{run_id}/\"\n[store]\nurl = \"store\"\n",
+    )
+    .unwrap();
+    let script = root().join("jobs/cron/nightly.sh");
+    let run = |id: &str| {
+        Command::new("bash")
+            .arg(&script)
+            .arg(id)
+            .env("NEARDUP", env!("CARGO_BIN_EXE_neardup"))
+            .env("NEARDUP_JOB", &job)
+            .env("NEARDUP_RETRY_DELAYS", "0 0")
+            .env("NEARDUP_LOCK", dir.path().join("lock"))
+            .output()
+            .unwrap()
+    };
+    for n in &NIGHTS[..2] {
+        let o = run(n);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(dir.path().join("reports").join(n).join("_SUCCESS").exists());
+    }
+    assert_eq!(summary(&dir.path().join("reports").join(NIGHTS[1]))["store"]["earlier_runs"], 1);
+    // A night without a drop is bad input: exit 2, and no retry.
+    let o = run("2026-12-31");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let attempts = stderr(&o).lines().filter(|l| l.contains("\"event\":\"error\"")).count();
+    assert_eq!(attempts, 1, "bad input is not retried:\n{}", stderr(&o));
+}
