@@ -299,6 +299,75 @@ async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRul
     Ok(schemas)
 }
 
+/// Every document needs an id, unique within its input: a duplicate or
+/// missing id is bad input (named, with the input), never silently merged.
+async fn check_ids(ctx: &SessionContext, view: &str) -> Result<()> {
+    let batches = collect(
+        ctx,
+        &format!(
+            "SELECT source, id, count(*) AS n FROM {view} GROUP BY source, id HAVING count(*) > 1 OR id IS NULL \
+             ORDER BY n DESC, source, id LIMIT 5"
+        ),
+    )
+    .await?;
+    let mut found = Vec::new();
+    for b in &batches {
+        let (sources, counts) = (strings(b, 0)?, column_u64(b, 2)?);
+        let ids = b.column(1);
+        for r in 0..b.num_rows() {
+            found.push(match ids.is_null(r) {
+                true => format!("input '{}': {} document(s) without an id", sources[r], counts.value(r)),
+                false => format!("input '{}': id '{}' on {} documents", sources[r], strings(b, 1)?[r], counts.value(r)),
+            });
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Error::input(format!(
+        "document ids must be present and unique within an input: {}. Remove the duplicates (or give the \
+         right id column with --id-col) and run again",
+        found.join("; ")
+    )))
+}
+
+/// After a failed read: find the input file that cannot be decoded (damaged
+/// pages, text that is not UTF-8) and name it, reading each file alone.
+/// Returns `error` unchanged when every file reads.
+async fn name_bad_file(ctx: &SessionContext, spec: &JobSpec, error: Error) -> Error {
+    if !matches!(&error, Error::Runtime(m) if m.contains("Parquet") || m.contains("Arrow error")) {
+        return error;
+    }
+    for input in &spec.inputs {
+        let Ok((table_url, files)) = crate::storage::list_parquet_files(ctx, &input.url).await else { continue };
+        for f in files {
+            let url = format!("{}{}", table_url.object_store().as_str(), f.location);
+            let probe = async {
+                let schema = register_parquet(ctx, "probe_file", &url).await?;
+                // Functions of every value: a bare count could be answered from statistics.
+                let mut columns = vec![format!("sum(length(CAST({} AS VARCHAR)))", ident(&spec.columns.id))];
+                for c in [Some(&spec.columns.text), spec.columns.title.as_ref()].into_iter().flatten() {
+                    if schema.field_with_name(c).is_ok() && !c.is_empty() {
+                        columns.push(format!("sum(length({}))", ident(c)));
+                    }
+                }
+                collect(ctx, &format!("SELECT {} FROM probe_file", columns.join(", "))).await
+            }
+            .await;
+            let _ = ctx.deregister_table("probe_file");
+            if let Err(e) = probe {
+                return Error::input(format!(
+                    "input '{}': file '{}' cannot be read: {e}. The file is damaged or its text is not valid \
+                     UTF-8: repair it or remove it from the input",
+                    input.name,
+                    crate::storage::display_location(&url)
+                ));
+            }
+        }
+    }
+    error
+}
+
 /// Commit the output with the summary, or remove what was staged.
 async fn finish(out: OutputDir, result: Result<Summary>, progress: Progress) -> Result<Summary> {
     let mut summary = match result {
@@ -335,12 +404,19 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
     let mut progress = Progress::new(options);
     let Some(store_options) = &spec.store else {
         register_documents(&ctx, spec, &keep, "documents").await?;
+        if let Err(e) = check_ids(&ctx, "documents").await {
+            return Err(name_bad_file(&ctx, spec, e).await);
+        }
         progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
         if options.dry_run {
             return dry_run(&ctx, spec, with_join, None, spec.overwrite).await;
         }
         let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
         let result = dedup_stages(&ctx, spec, &keep, &out, &mut progress, with_join, None).await;
+        let result = match result {
+            Err(e) => Err(name_bad_file(&ctx, spec, e).await),
+            ok => ok,
+        };
         return finish(out, result, progress).await;
     };
     if !with_join {
@@ -349,6 +425,9 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
     let settings = FingerprintSettings::of(&spec.fingerprint);
     let mut store = StoreRun::open(&ctx, store_options, &settings, &keep, spec.fingerprint.idf_model.as_deref()).await?;
     register_documents(&ctx, spec, &keep, "documents_input").await?;
+    if let Err(e) = check_ids(&ctx, "documents_input").await {
+        return Err(name_bad_file(&ctx, spec, e).await);
+    }
     store.register_earlier(&ctx).await?;
     let already_stored = nightly::documents_not_stored(&ctx, &store).await?;
     progress.done(
@@ -382,6 +461,10 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
     let out = OutputDir::prepare(&ctx, &spec.output, overwrite).await?;
     let result =
         dedup_stages(&ctx, &run_spec, &keep, &out, &mut progress, true, Some((&mut store, already_stored))).await;
+    let result = match result {
+        Err(e) => Err(name_bad_file(&ctx, spec, e).await),
+        ok => ok,
+    };
     finish(out, result, progress).await
 }
 

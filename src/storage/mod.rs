@@ -131,9 +131,21 @@ pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(List
     }
     files.sort_by(|a, b| a.location.cmp(&b.location));
     for f in &files {
-        check_parquet_magic(store.as_ref(), f).await?;
+        let name = display_location(&format!("{}{}", table_url.object_store().as_str(), f.location));
+        check_parquet_magic(store.as_ref(), f).await.map_err(|e| match e {
+            Error::Input(m) => Error::Input(m.replace(&format!("'{}'", f.location), &format!("'{name}'"))),
+            other => other,
+        })?;
     }
     Ok((table_url, files))
+}
+
+/// A file's URL as people write it: a local path for `file://` URLs.
+pub fn display_location(url: &str) -> String {
+    match url.strip_prefix("file://") {
+        Some(path) => path.to_string(),
+        None => url.to_string(),
+    }
 }
 
 async fn check_parquet_magic(store: &dyn object_store::ObjectStore, meta: &ObjectMeta) -> Result<()> {
@@ -152,6 +164,26 @@ async fn check_parquet_magic(store: &dyn object_store::ObjectStore, meta: &Objec
     if head.as_ref() != b"PAR1" || tail.as_ref() != b"PAR1" {
         return Err(not_parquet());
     }
+    // The footer too: a damaged file is named here, not by a query later.
+    let damaged = |why: String| {
+        Error::input(format!(
+            "'{}' is damaged: its Parquet footer cannot be read ({why}); restore the file or remove it from the input",
+            meta.location
+        ))
+    };
+    let len_bytes = store
+        .get_range(&meta.location, meta.size - 8..meta.size - 4)
+        .await
+        .map_err(|e| Error::runtime(format!("cannot read '{}': {e}", meta.location)))?;
+    let len = u64::from(u32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]));
+    if len + 12 > meta.size {
+        return Err(damaged(format!("footer length {len} exceeds the file size {}", meta.size)));
+    }
+    let footer = store
+        .get_range(&meta.location, meta.size - 8 - len..meta.size - 8)
+        .await
+        .map_err(|e| Error::runtime(format!("cannot read '{}': {e}", meta.location)))?;
+    datafusion::parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&footer).map_err(|e| damaged(e.to_string()))?;
     Ok(())
 }
 

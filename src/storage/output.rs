@@ -140,7 +140,7 @@ impl OutputDir {
         }
         let parent = target.parent().ok_or_else(|| Error::input(format!("output '{}' has no parent folder", target.display())))?;
         std::fs::create_dir_all(parent)
-            .map_err(|e| Error::input(format!("cannot create output folder '{}': {e}", parent.display())))?;
+            .map_err(|e| Error::input(format!("cannot write the output '{}': cannot create its folder '{}' ({e})", target.display(), parent.display())))?;
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let staging = parent.join(format!(".{name}.neardup-staging"));
         if staging.exists() {

@@ -1,0 +1,175 @@
+//! Bad input, tried: damaged Parquet files among good ones, text that is not
+//! UTF-8, duplicate and missing ids, binary text columns, degenerate texts,
+//! one very large document, and outputs that cannot be written. Each is exit
+//! code 2 with a message naming the file, input or value, or is handled as
+//! documented; nothing half-written remains.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::buffer::{Buffer, OffsetBuffer};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::parquet::arrow::ArrowWriter;
+
+mod common;
+use common::*;
+
+fn write(path: &Path, ids: Vec<&str>, texts: ArrayRef) {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, true),
+        Field::new("text", texts.data_type().clone(), true),
+    ]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(ids)), texts]).unwrap();
+    let mut w = ArrowWriter::try_new(std::fs::File::create(path).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+fn texts(values: &[&str]) -> ArrayRef {
+    Arc::new(StringArray::from(values.to_vec()))
+}
+
+/// A folder with one good file.
+fn folder_with_good_file(dir: &Path, name: &str) -> std::path::PathBuf {
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    write(&folder.join("a-good.parquet"), vec!["g1", "g2"], texts(&["北京今天有雨，气温下降。", "上海明天天晴，适合出行。"]));
+    folder
+}
+
+fn fails_with(o: &std::process::Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "expected exit 2, stderr:\n{err}");
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
+    }
+}
+
+fn nothing_left(dir: &Path, out: &Path) {
+    assert!(!out.exists(), "a failed run leaves no output");
+    let names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(names.iter().all(|n| !n.contains("staging")), "{names:?}");
+}
+
+#[test]
+fn damaged_files_among_good_ones_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+
+    // The footer damaged (the magic bytes intact).
+    let folder = folder_with_good_file(dir.path(), "footer");
+    let good = std::fs::read(folder.join("a-good.parquet")).unwrap();
+    let mut bad = good.clone();
+    let n = bad.len();
+    bad[n - 30..n - 8].fill(0xAB);
+    std::fs::write(folder.join("b-bad.parquet"), &bad).unwrap();
+    fails_with(&neardup(&["dedup", "-q", "-i", folder.to_str().unwrap(), "-o", o]), &["b-bad.parquet", "damaged"]);
+    nothing_left(dir.path(), &out);
+
+    // Data pages damaged (the footer intact): found when read, then named.
+    let folder = folder_with_good_file(dir.path(), "pages");
+    let mut bad = good.clone();
+    for b in &mut bad[8..40] {
+        *b ^= 0x5A;
+    }
+    std::fs::write(folder.join("b-bad.parquet"), &bad).unwrap();
+    fails_with(&neardup(&["dedup", "-q", "-i", folder.to_str().unwrap(), "-o", o]), &["b-bad.parquet", "cannot be read", "repair it or remove it"]);
+    nothing_left(dir.path(), &out);
+
+    // Binary garbage in a text column declared as UTF-8.
+    let folder = folder_with_good_file(dir.path(), "garbage");
+    let bytes = b"ok\xff\xfe\x00garbage";
+    // SAFETY: deliberately invalid UTF-8, written as it would come from a broken producer.
+    let garbage = unsafe {
+        StringArray::new_unchecked(OffsetBuffer::new(vec![0i32, 2, bytes.len() as i32].into()), Buffer::from(bytes.to_vec()), None)
+    };
+    write(&folder.join("b-bad.parquet"), vec!["x1", "x2"], Arc::new(garbage));
+    fails_with(&neardup(&["dedup", "-q", "-i", folder.to_str().unwrap(), "-o", o]), &["b-bad.parquet", "not valid UTF-8"]);
+    nothing_left(dir.path(), &out);
+
+    // A text column holding bytes, not text.
+    let folder = dir.path().join("binary");
+    std::fs::create_dir_all(&folder).unwrap();
+    let binary: ArrayRef = Arc::new(datafusion::arrow::array::BinaryArray::from(vec![b"abc".as_ref(), b"\x00\x01".as_ref()]));
+    write(&folder.join("b.parquet"), vec!["b1", "b2"], binary);
+    fails_with(&neardup(&["dedup", "-q", "-i", folder.to_str().unwrap(), "-o", o]), &["column 'text'", "must be text"]);
+    nothing_left(dir.path(), &out);
+}
+
+#[test]
+fn duplicate_and_missing_ids_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let file = dir.path().join("ids.parquet");
+    write(&file, vec!["d1", "d1", "d2"], texts(&["一", "二", "三"]));
+    let input = format!("crawl={}", file.display());
+    fails_with(&neardup(&["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap()]), &["input 'crawl'", "id 'd1' on 2 documents", "unique"]);
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, true), Field::new("text", DataType::Utf8, true)]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec![Some("a"), None])), texts(&["一", "二"])]).unwrap();
+    let mut w = ArrowWriter::try_new(std::fs::File::create(&file).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    fails_with(&neardup(&["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap()]), &["input 'crawl'", "1 document(s) without an id"]);
+    // The same id in two inputs is fine: documents are (source, id).
+    let other = dir.path().join("other.parquet");
+    write(&other, vec!["a"], texts(&["一"]));
+    write(&file, vec!["a"], texts(&["二"]));
+    let second = format!("more={}", other.display());
+    ok(&neardup(&["dedup", "-q", "-i", &input, "-i", &second, "-o", out.to_str().unwrap()]));
+}
+
+#[test]
+fn degenerate_texts_are_documents_without_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("odd.parquet");
+    let values: Vec<Option<&str>> = vec![None, Some(""), Some("   \t\n  "), Some("😀😀🎉🎉"), Some("，。！？……"), Some("北京今天有雨，气温下降。")];
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, true), Field::new("text", DataType::Utf8, true)]));
+    let ids = StringArray::from(vec!["null", "empty", "blank", "emoji", "punct", "real"]);
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids), Arc::new(StringArray::from(values))]).unwrap();
+    let mut w = ArrowWriter::try_new(std::fs::File::create(&file).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let out = dir.path().join("out");
+    ok(&neardup(&["dedup", "-q", "-i", file.to_str().unwrap(), "-o", out.to_str().unwrap()]));
+    let s = summary(&out);
+    assert_eq!((s["documents"].as_u64(), s["documents_without_terms"].as_u64()), (Some(6), Some(5)));
+    // Documents without terms have no fingerprint and are nobody's duplicate.
+    assert_eq!(s["duplicates"], 0);
+    let batches = read_dir(&out.join("fingerprints"));
+    let hashes = u64s(&batches, "simhash");
+    assert_eq!(hashes.iter().filter(|h| h.is_none()).count(), 5);
+}
+
+#[test]
+fn one_fifty_megabyte_document_is_fingerprinted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("big.parquet");
+    let sentence = "北京市今天发布暴雨蓝色预警，预计午后到夜间有中到大雨。";
+    let big = sentence.repeat(50 * 1024 * 1024 / sentence.len() + 1);
+    assert!(big.len() >= 50 * 1024 * 1024);
+    write(&file, vec!["big", "small", "copy"], texts(&[&big, sentence, sentence]));
+    let out = dir.path().join("out");
+    ok(&neardup(&["dedup", "-q", "-i", file.to_str().unwrap(), "-o", out.to_str().unwrap()]));
+    let s = summary(&out);
+    assert_eq!((s["documents"].as_u64(), s["documents_without_terms"].as_u64()), (Some(3), Some(0)));
+    // The big document repeats one sentence: its terms are the sentence's,
+    // so it is a near duplicate of the sentence alone.
+    assert_eq!(s["duplicates"], 2, "{s}");
+}
+
+#[test]
+fn outputs_that_cannot_be_written_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = sample("news.parquet");
+    // A file where a folder of the output path should be.
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let out = blocker.join("out");
+    fails_with(&neardup(&["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap()]), &["file/out"]);
+    fails_with(&neardup(&["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap(), "--dry-run"]), &["file/out"]);
+    // An output that exists and is a file.
+    fails_with(&neardup(&["dedup", "-q", "-i", &input, "-o", blocker.to_str().unwrap()]), &["exists and is not a folder"]);
+    assert_eq!(std::fs::read_to_string(&blocker).unwrap(), "x");
+}
