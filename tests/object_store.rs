@@ -178,3 +178,73 @@ fn dedup_reads_and_writes_azure_blob_storage() {
     let _ = server.wait();
     result
 }
+
+/// A faulty network between neardup and the store (tests/faulty_proxy.py):
+/// every third request answered with 503 and every request delayed, during
+/// two nightly runs into a store in the bucket. The client retries with
+/// backoff and the nights equal the same nights on a local store. A store
+/// that answers only errors fails the run with exit code 1 (retryable) and
+/// a message saying so, after the configured retries.
+#[test]
+fn a_faulty_store_is_retried_then_fails_clearly() {
+    let Some(s3) = start_s3() else { return };
+    let python = std::env::var("NEARDUP_PYTHON").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let drops = dir.path().join("drops");
+    for (k, night) in ["2026-11-01", "2026-11-02"].iter().enumerate() {
+        std::fs::create_dir_all(drops.join(night)).unwrap();
+        let news = format!("news={}", sample("news.parquet"));
+        ok(&neardup(&["sql", "-t", &news, "-c", &format!(
+            "COPY (SELECT id, text FROM news WHERE hash64(id) % 2 = {k}) TO '{}' STORED AS PARQUET",
+            drops.join(night).join("p.parquet").display()
+        )]));
+    }
+    let night = |env: &[(&str, String)], store: &str, reports: &str, id: &str| {
+        let input = format!("crawl={}/{{run_id}}/", drops.display());
+        let output = format!("{reports}/{{run_id}}");
+        std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args(["dedup", "-q", "-i", &input, "--store", store, "--run-id", id, "-o", &output])
+            .envs(env.iter().map(|(k, v)| (*k, v.clone())))
+            .output()
+            .unwrap()
+    };
+    let local = dir.path().join("local");
+    let (local_store, local_reports) = (local.join("store"), local.join("reports"));
+    for id in ["2026-11-01", "2026-11-02"] {
+        ok(&night(&[], local_store.to_str().unwrap(), local_reports.to_str().unwrap(), id));
+    }
+
+    let (proxy, info) = start_server(&python, "tests/faulty_proxy.py", &[&s3.endpoint, "--fail-every", "3", "--delay-ms", "5"]);
+    let mut env = s3.env();
+    env.retain(|(k, _)| *k != "AWS_ENDPOINT");
+    env.push(("AWS_ENDPOINT", info["endpoint"].as_str().unwrap().to_string()));
+    let remote_reports = dir.path().join("reports");
+    for id in ["2026-11-01", "2026-11-02"] {
+        ok(&night(&env, "s3://archive/store", remote_reports.to_str().unwrap(), id));
+    }
+    let counts: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(info["requests_file"].as_str().unwrap()).unwrap()).unwrap();
+    assert!(counts["failed"].as_u64().unwrap() >= 5, "faults were injected: {counts}");
+    for id in ["2026-11-01", "2026-11-02"] {
+        assert_eq!(pairs(&remote_reports.join(id)), pairs(&local_reports.join(id)), "night {id}");
+    }
+    let query = "SELECT source, id, simhash, representative_id, run FROM s ORDER BY source, id";
+    assert_eq!(
+        s3.sql_csv(&["s=s3://archive/store/runs/"], query),
+        s3.sql_csv(&[&format!("s={}/runs/", local_store.display())], query)
+    );
+    drop(proxy);
+
+    let (_down, info) = start_server(&python, "tests/faulty_proxy.py", &[&s3.endpoint, "--fail-all"]);
+    let mut env = s3.env();
+    env.retain(|(k, _)| *k != "AWS_ENDPOINT");
+    env.extend([
+        ("AWS_ENDPOINT", info["endpoint"].as_str().unwrap().to_string()),
+        ("NEARDUP_STORE_RETRIES", "2".to_string()),
+        ("NEARDUP_STORE_RETRY_SECS", "10".to_string()),
+    ]);
+    let o = night(&env, "s3://archive/store", remote_reports.to_str().unwrap(), "2026-11-03");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("503") && err.contains("after 2 retries") && err.contains("retry the run later"), "{err}");
+    assert!(!err.contains(&s3.secret_key));
+}

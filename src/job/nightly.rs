@@ -102,7 +102,7 @@ impl StoreRun {
                 })?)
             }
             Err(object_store::Error::NotFound { .. }) => None,
-            Err(e) => return Err(Error::runtime(format!("cannot read '{url}/store.json': {e}"))),
+            Err(e) => return Err(crate::storage::store_failure(format!("cannot read '{url}/store.json'"), &e)),
         };
         let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), store, root };
         if let Some(m) = &run.manifest {
@@ -154,7 +154,7 @@ impl StoreRun {
             .list(Some(&prefix))
             .try_collect()
             .await
-            .map_err(|e| Error::runtime(format!("cannot list the runs of store '{}': {e}", self.url)))?;
+            .map_err(|e| crate::storage::store_failure(format!("cannot list the runs of store '{}'", self.url), &e))?;
         let depth = prefix.parts().count();
         let mut ids: Vec<String> = objects
             .iter()

@@ -101,10 +101,10 @@ pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(List
     let listed: Vec<ObjectMeta> = table_url
         .list_all_files(&state, store.as_ref(), "")
         .await
-        .map_err(|e| Error::input(format!("cannot list '{url}': {e}")))?
+        .map_err(|e| store_failure(format!("cannot list '{url}'"), &e))?
         .try_collect()
         .await
-        .map_err(|e| Error::input(format!("cannot list '{url}': {e}")))?;
+        .map_err(|e| store_failure(format!("cannot list '{url}'"), &e))?;
     let is_data = |m: &ObjectMeta| !is_hidden(&m.location) && m.location.as_ref().ends_with(".parquet");
     let mut single = !table_url.is_collection() && table_url.get_glob().is_none();
     let mut files: Vec<ObjectMeta> = if single {
@@ -138,6 +138,20 @@ pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(List
         })?;
     }
     Ok((table_url, files))
+}
+
+/// An object-store failure as an error: a runtime failure (exit code 1:
+/// retry the run later) when the store answered with a server error or not
+/// at all, after the client's own retries; bad input (exit code 2) when the
+/// location or the credentials are wrong.
+pub fn store_failure(what: String, e: &dyn std::fmt::Display) -> Error {
+    let text = e.to_string();
+    let transient = ["status code: 500", "status code: 502", "status code: 503", "status code: 504", "status code: 429", "timed out", "error sending request", "connection", "Connection"];
+    if transient.iter().any(|t| text.contains(t)) {
+        Error::runtime(format!("{what}: {text} (the store failed or did not answer: retry the run later)"))
+    } else {
+        Error::input(format!("{what}: {text}"))
+    }
 }
 
 /// A file's URL as people write it: a local path for `file://` URLs.

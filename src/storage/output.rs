@@ -53,7 +53,7 @@ async fn list(store: &dyn ObjectStore, prefix: &ObjectPath) -> Result<Vec<Object
         .map_ok(|m| m.location)
         .try_collect()
         .await
-        .map_err(|e| Error::input(format!("cannot list '{prefix}': {e}")))
+        .map_err(|e| super::store_failure(format!("cannot list '{prefix}'"), &e))
 }
 
 async fn delete_all(store: &dyn ObjectStore, prefix: &ObjectPath) -> Result<()> {
@@ -288,7 +288,7 @@ pub async fn copy_file(ctx: &SessionContext, from: &str, to: &str) -> Result<()>
         std::fs::create_dir_all(&parent).map_err(|e| Error::input(format!("cannot create folder '{}': {e}", parent.display())))?;
     }
     let (to_store, to_path) = super::locate(ctx, to)?;
-    to_store.put(&to_path, bytes.into()).await.map_err(|e| Error::input(format!("cannot write '{to}': {e}")))?;
+    to_store.put(&to_path, bytes.into()).await.map_err(|e| super::store_failure(format!("cannot write '{to}'"), &e))?;
     Ok(())
 }
 

@@ -45,31 +45,56 @@ pub fn redact(url: &Url) -> String {
     shown.to_string()
 }
 
+/// Retries of failed object-store requests (errors 5xx, timeouts, broken
+/// connections), with exponential backoff: at most NEARDUP_STORE_RETRIES
+/// (default 10) within NEARDUP_STORE_RETRY_SECS seconds (default 180); then
+/// the run fails with the store's error (exit code 1: retry the run later).
+fn retry_config() -> Result<object_store::RetryConfig> {
+    let number = |name: &str, default: u64| -> Result<u64> {
+        match std::env::var(name) {
+            Ok(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| {
+                DataFusionError::Configuration(format!("{name}='{v}' is not a whole number"))
+            }),
+            _ => Ok(default),
+        }
+    };
+    Ok(object_store::RetryConfig {
+        max_retries: number("NEARDUP_STORE_RETRIES", 10)? as usize,
+        retry_timeout: std::time::Duration::from_secs(number("NEARDUP_STORE_RETRY_SECS", 180)?),
+        backoff: object_store::BackoffConfig::default(),
+    })
+}
+
 /// Build the store for a URL's scheme and host from the environment.
 pub fn store_from_env(url: &Url) -> Result<Arc<dyn ObjectStore>> {
     let host = url.host_str().unwrap_or_default();
+    let retry = retry_config()?;
     let store: Arc<dyn ObjectStore> = match url.scheme() {
         "s3" | "s3a" => Arc::new(
             object_store::aws::AmazonS3Builder::from_env()
                 .with_bucket_name(host)
+                .with_retry(retry)
                 .build()
                 .map_err(|e| store_error(url, e))?,
         ),
         "gs" => Arc::new(
             object_store::gcp::GoogleCloudStorageBuilder::from_env()
                 .with_bucket_name(host)
+                .with_retry(retry)
                 .build()
                 .map_err(|e| store_error(url, e))?,
         ),
         "az" | "azure" | "abfs" | "abfss" | "adl" => Arc::new(
             object_store::azure::MicrosoftAzureBuilder::from_env()
                 .with_url(url.as_str())
+                .with_retry(retry)
                 .build()
                 .map_err(|e| store_error(url, e))?,
         ),
         "http" | "https" => Arc::new(
             object_store::http::HttpBuilder::new()
                 .with_url(&url[..url::Position::BeforePath])
+                .with_retry(retry)
                 // The URL says http:// (no TLS) explicitly; object_store refuses it by default.
                 .with_client_options(object_store::ClientOptions::new().with_allow_http(url.scheme() == "http"))
                 .build()
