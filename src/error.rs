@@ -65,20 +65,37 @@ impl From<DataFusionError> for Error {
                 "the engine ran out of memory under --memory-limit: raise the limit (or run without one); \
                  the operators that held it: {message}"
             )),
+            _ if message.contains("No space left on device") => Error::Runtime(disk_full(&message)),
             _ => Error::Runtime(message),
         }
     }
 }
 
+/// The message for a full disk: where the run writes besides its output.
+fn disk_full(message: &str) -> String {
+    format!(
+        "a disk is full ({message}). Spill files go to {} (set TMPDIR to a folder on a larger disk), work \
+         files to the output's folder: free space there, or raise --memory-limit so less is spilled, and run again",
+        std::env::temp_dir().display()
+    )
+}
+
 impl From<std::io::Error> for Error {
     fn from(e: std::io::Error) -> Error {
-        Error::Runtime(e.to_string())
+        match e.kind() {
+            std::io::ErrorKind::StorageFull => Error::Runtime(disk_full(&e.to_string())),
+            _ => Error::Runtime(e.to_string()),
+        }
     }
 }
 
 impl From<datafusion::arrow::error::ArrowError> for Error {
     fn from(e: datafusion::arrow::error::ArrowError) -> Error {
-        Error::Runtime(e.to_string())
+        let message = e.to_string();
+        if message.contains("No space left on device") {
+            return Error::Runtime(disk_full(&message));
+        }
+        Error::Runtime(message)
     }
 }
 

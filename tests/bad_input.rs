@@ -173,3 +173,46 @@ fn outputs_that_cannot_be_written_are_refused_before_any_work() {
     fails_with(&neardup(&["dedup", "-q", "-i", &input, "-o", blocker.to_str().unwrap()]), &["exists and is not a folder"]);
     assert_eq!(std::fs::read_to_string(&blocker).unwrap(), "x");
 }
+
+/// A full disk while spilling: exit code 1 (the run may succeed with more
+/// space) and a message saying where spill files go; no output is left.
+/// Needs a small tmpfs (root); skipped where mounting one is not allowed.
+#[test]
+fn a_full_disk_while_spilling_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = dir.path().join("tiny");
+    std::fs::create_dir_all(&tiny).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs", tiny.to_str().unwrap()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("SKIPPED: cannot mount a small tmpfs here (needs root)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(tiny.clone());
+    let fingerprints = dir.path().join("fp.parquet");
+    ok(&neardup(&["sql", "-c", &format!(
+        "COPY (SELECT CAST(value AS VARCHAR) AS id, hash64(CAST(value AS VARCHAR)) AS simhash FROM generate_series(1, 1000000)) \
+         TO '{}' STORED AS PARQUET",
+        fingerprints.display()
+    )]));
+    let out = dir.path().join("out");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["pairs", "-q", "-f", fingerprints.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .args(["--candidates", "simhash", "--verify", "none", "--memory-limit", "30M"])
+        .env("TMPDIR", &tiny)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("disk is full") && err.contains(tiny.to_str().unwrap()) && err.contains("TMPDIR"), "{err}");
+    nothing_left(dir.path(), &out);
+}
