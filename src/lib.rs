@@ -24,6 +24,7 @@ pub mod fingerprint;
 pub mod job;
 pub mod logging;
 pub mod join;
+pub mod progress;
 pub mod session;
 pub mod sets;
 pub mod shell;

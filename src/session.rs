@@ -90,7 +90,12 @@ pub async fn context(options: &EngineOptions) -> Result<SessionContext> {
 }
 
 fn session_config(options: &EngineOptions) -> Result<SessionConfig> {
-    let mut config = SessionConfig::new().with_information_schema(true);
+    // Leaf-expression pushdown would move `f['simhash']` and `f['n_terms']`
+    // of `f = idf_simhash(…)` (sql/40_fingerprints.sql) into the scan each
+    // with its own copy of the call, computing every fingerprint twice.
+    let mut config = SessionConfig::new()
+        .with_information_schema(true)
+        .set_bool("datafusion.optimizer.enable_leaf_expression_pushdown", false);
     if let Some(n) = options.target_partitions {
         if n == 0 {
             return Err(Error::input("target partitions must be at least 1"));

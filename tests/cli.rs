@@ -545,3 +545,22 @@ fn top_k_lets_only_the_heaviest_terms_vote() {
     assert!(same_short > 0 && changed_long > 100, "{same_short} short kept, {changed_long} long changed");
     fails_with(&dedup(&dir.path().join("bad"), &["--top-k", "0"]), 2, &["top_k = 0"]);
 }
+
+/// Every document's fingerprint is computed once: the plan of the
+/// fingerprint statement calls idf_simhash in one place, although the query
+/// reads two fields of its result.
+#[test]
+fn the_fingerprint_plan_calls_idf_simhash_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["fingerprint", "-q", "-i", &sample("news.parquet"), "-o", out.to_str().unwrap()])
+        .env("NEARDUP_EXPLAIN", "1")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    let plan = err.split("neardup: plan of").find(|p| p.contains("-- Stage 3")).expect("the stage 3 plan");
+    let physical = &plan[plan.find("Exec:").unwrap()..];
+    assert_eq!(physical.matches("idf_simhash(terms@").count(), 1, "{physical}");
+}

@@ -294,6 +294,7 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
         )
         .await?;
     }
+    progress.begin("join", None);
     let stored_documents = scalar_u64(ctx, "SELECT count(*) FROM stored").await?;
 
     let sets_path = out.staged("_work/term_sets.parquet");
@@ -421,6 +422,7 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
         }
     };
     progress.done("representatives", format!("run '{}' staged", store.run_id));
+    progress.begin("store", None);
 
     // The night's report.
     let clusters_path = out.staged("clusters/part-00000.parquet");

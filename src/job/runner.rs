@@ -115,6 +115,7 @@ pub(super) struct Progress {
     timings: BTreeMap<String, u64>,
     quiet: bool,
     format: LogFormat,
+    bar: crate::progress::Bar,
 }
 
 impl Progress {
@@ -125,10 +126,22 @@ impl Progress {
             timings: BTreeMap::new(),
             quiet: options.quiet,
             format: options.log_format,
+            bar: crate::progress::Bar::new(!options.quiet && options.log_format == LogFormat::Plain),
         }
     }
 
+    /// Draw the running stage on a terminal (with `total` documents when known).
+    pub(super) fn begin(&self, stage: &str, total: Option<u64>) {
+        self.bar.begin(stage, total);
+    }
+
+    /// Whether a bar is drawn (so that its total is worth counting).
+    pub(super) fn shows_bar(&self) -> bool {
+        self.bar.is_drawn()
+    }
+
     pub(super) fn done(&mut self, stage: &str, detail: impl std::fmt::Display) {
+        self.bar.clear();
         let ms = self.stage.elapsed().as_millis() as u64;
         if !self.quiet {
             let message = match self.format {
@@ -499,6 +512,9 @@ async fn dedup_stages(
 
     // Stage 1: segment once.
     let terms_path = out.staged("_work/terms.parquet");
+    if progress.shows_bar() {
+        progress.begin("segment", Some(scalar_u64(ctx, "SELECT count(*) FROM documents").await?));
+    }
     collect_with(
         ctx,
         SEGMENTATION_SETTINGS,
@@ -519,6 +535,7 @@ async fn dedup_stages(
     let corpus_n = scalar_u64(ctx, sql::CORPUS_SIZE).await?;
     progress.done("segment", format!("{corpus_n} documents with terms"));
 
+    progress.begin("corpus_df", None);
     // Stage 2: corpus document frequencies, or a saved model. Computed also
     // for weightings without idf when a model is to be saved.
     let mut idf_summary = None;
@@ -548,6 +565,7 @@ async fn dedup_stages(
         }
     }
 
+    progress.begin("fingerprints", Some(corpus_n));
     // Stage 3: weights and fingerprints.
     let ((urls, version), n_docs) = match &model {
         Some(((urls, version), n)) => ((literal(urls), literal(version)), n.to_string()),
@@ -751,6 +769,7 @@ async fn join_stages(
     meta: Option<&FileMetadata>,
     progress: &mut Progress,
 ) -> Result<Summary> {
+    progress.begin("join", None);
     let k = join.max_hamming;
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
@@ -810,6 +829,7 @@ async fn join_stages(
     register_parquet(ctx, "candidates", &candidates_path).await?;
     let candidate_count = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
     progress.done("join", format!("{candidate_count} candidate pairs among {distinct} distinct fingerprints ({})", sources.join("; ")));
+    progress.begin("verify", None);
 
     // Verification on term sets, when asked for.
     let near_path = match verify.measure() {
@@ -839,6 +859,7 @@ async fn join_stages(
         );
     }
 
+    progress.begin("clusters", None);
     let labels = components(edge_list);
     out.put("_work/components.parquet", components_parquet(&labels)?).await?;
     register_parquet(ctx, "components", &out.staged("_work/components.parquet")).await?;
@@ -850,6 +871,7 @@ async fn join_stages(
     let batches = collect(ctx, "SELECT count(DISTINCT cluster_id), count(*) FROM clusters").await?;
     let (clusters, in_clusters) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
     progress.done("clusters", format!("{clusters} clusters holding {in_clusters} documents"));
+    progress.begin("pairs", None);
 
     let pairs_path = out.staged("pairs/part-00000.parquet");
     collect(ctx, &render(sql::PAIRS, &[("path", &literal(&pairs_path))])).await?;

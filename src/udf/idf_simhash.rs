@@ -166,6 +166,7 @@ impl ScalarUDFImpl for IdfSimhash {
             simhashes.push(Some(hasher.finish()));
             n_terms.push(votes.iter().map(|v| i64::from(v.2)).sum());
         }
+        crate::progress::add(list.len() as u64, 0);
         let columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(simhashes)), Arc::new(Int64Array::from(n_terms))];
         finish(Arc::new(StructArray::new(result_fields(), columns, None)), all_scalar)
     }

@@ -195,8 +195,10 @@ impl ScalarUDFImpl for TermStats {
         let (mut text_buf, mut title_buf, mut line_buf, mut stripped) = (String::new(), String::new(), String::new(), String::new());
         let mut spare: Vec<Token> = Vec::new();
         let mut written = 0usize;
+        let mut bytes = 0u64;
         for i in 0..rows {
             let text = texts.get(i);
+            bytes += text.map_or(0, |t| t.len() as u64);
             if let Some(mut text) = text {
                 if let Some(set) = &boilerplate {
                     strip_lines(text, set, &mut line_buf, &mut stripped);
@@ -219,6 +221,7 @@ impl ScalarUDFImpl for TermStats {
             offsets.push(offset);
         }
         let list = ListArray::new(item_field(), OffsetBuffer::new(offsets.into()), Arc::new(columns.finish()), Some(NullBuffer::from(valid)));
+        crate::progress::add(rows as u64, bytes);
         finish(Arc::new(list), all_scalar)
     }
 
