@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
-use crate::job::{Candidates, Columns, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
+use crate::job::{Candidates, Columns, DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
 use crate::sets::{MinHashPlan, Verify};
 use crate::session::EngineOptions;
 use crate::storage::InputSpec;
@@ -255,6 +255,9 @@ pub struct FingerprintArgs {
     /// Column holding the title (its terms weigh more) [default: `title` if present; '' for none].
     #[arg(long, value_name = "COLUMN", help_heading = "Columns")]
     pub title_col: Option<String>,
+    /// Rows repeating an id within an input: refuse the input, or keep one (the smallest text) and count the rest.
+    #[arg(long, value_enum, default_value = "error", value_name = "WHAT", help_heading = "Columns")]
+    pub duplicate_ids: DuplicateIds,
     /// Tokenizer: precise (jieba exact mode), full, search, or char-N (character N-grams).
     #[arg(long, default_value = "precise", value_name = "MODE", help_heading = "Fingerprints")]
     pub tokenizer: String,
@@ -314,7 +317,12 @@ impl FingerprintArgs {
             inputs: self.inputs.iter().map(|s| InputSpec::parse(s)).collect::<Result<_>>()?,
             output: self.output.output.clone(),
             overwrite: self.output.overwrite,
-            columns: Columns { id: self.id_col.clone(), text: self.text_col.clone(), title: self.title_col.clone() },
+            columns: Columns {
+                id: self.id_col.clone(),
+                text: self.text_col.clone(),
+                title: self.title_col.clone(),
+                duplicate_ids: self.duplicate_ids,
+            },
             fingerprint: FingerprintOptions {
                 tokenizer: self.tokenizer.clone(),
                 weighting: self.weighting,

@@ -106,6 +106,13 @@ fn duplicate_and_missing_ids_are_refused() {
     write(&file, vec!["d1", "d1", "d2"], texts(&["一", "二", "三"]));
     let input = format!("crawl={}", file.display());
     fails_with(&neardup(&["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap()]), &["input 'crawl'", "id 'd1' on 2 documents", "unique"]);
+    // Or, when asked, one row per id is kept (the smallest text) and the rest counted.
+    let kept = dir.path().join("kept");
+    ok(&neardup(&["dedup", "-q", "-i", &input, "-o", kept.to_str().unwrap(), "--duplicate-ids", "keep-first"]));
+    let s = summary(&kept);
+    assert_eq!((s["documents"].as_u64(), s["duplicate_ids_dropped"].as_u64()), (Some(2), Some(1)));
+    let fingerprints = read_dir(&kept.join("fingerprints"));
+    assert_eq!(strings(&fingerprints, "id"), ["d1", "d2"]);
     let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, true), Field::new("text", DataType::Utf8, true)]));
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec![Some("a"), None])), texts(&["一", "二"])]).unwrap();
     let mut w = ArrowWriter::try_new(std::fs::File::create(&file).unwrap(), schema, None).unwrap();

@@ -44,12 +44,29 @@ pub struct Columns {
     pub text: String,
     /// Title column; when absent, `title` is used if the input has it; "" for none.
     pub title: Option<String>,
+    /// Rows that repeat an id within an input: `error` or `keep-first`.
+    #[serde(default)]
+    pub duplicate_ids: DuplicateIds,
 }
 
 impl Default for Columns {
     fn default() -> Self {
-        Columns { id: default_id(), text: default_text(), title: None }
+        Columns { id: default_id(), text: default_text(), title: None, duplicate_ids: DuplicateIds::Error }
     }
+}
+
+/// What to do with rows that repeat a (source, id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+pub enum DuplicateIds {
+    /// Refuse the input (exit code 2), naming the ids.
+    #[default]
+    #[serde(rename = "error")]
+    Error,
+    /// Keep one row per id (the smallest text, then title), drop the others
+    /// and count them in the summary.
+    #[serde(rename = "keep-first")]
+    #[value(name = "keep-first")]
+    KeepFirst,
 }
 
 /// How fingerprints are made. Every field changes every fingerprint.

@@ -7,6 +7,6 @@ mod runner;
 pub mod sql;
 mod summary;
 
-pub use config::{check_run_id, Candidates, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
+pub use config::{check_run_id, Candidates, DuplicateIds, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
 pub use runner::{run_dedup, run_fingerprint, run_pairs, LogFormat, PairsSpec, RunOptions};
 pub use summary::{FingerprintSettings, StoreSummary, Summary};

@@ -17,7 +17,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Typ
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::SessionContext;
 
-use super::config::{Candidates, JobSpec, JoinOptions, KeepRule};
+use super::config::{Candidates, DuplicateIds, JobSpec, JoinOptions, KeepRule};
 use super::nightly::{self, StoreRun};
 use super::sql::{self, render};
 use super::summary::{BandPlanSummary, FingerprintSettings, IdfSummary, InputSummary, Plan, PlanInput, Summary};
@@ -308,17 +308,33 @@ async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRul
             ],
         ));
     }
-    collect(ctx, &format!("CREATE VIEW {view} AS\n{}", selects.join("\nUNION ALL\n"))).await?;
+    collect(ctx, &format!("CREATE VIEW {view}_rows AS\n{}", selects.join("\nUNION ALL\n"))).await?;
+    let rows = format!("{view}_rows");
+    let statement = match spec.columns.duplicate_ids {
+        DuplicateIds::Error => format!("CREATE VIEW {view} AS SELECT * FROM {rows}"),
+        // One row per id, the same whatever the order rows are read in.
+        DuplicateIds::KeepFirst => format!(
+            "CREATE VIEW {view} AS SELECT * EXCLUDE (duplicate_rank) FROM (\
+             SELECT *, row_number() OVER (PARTITION BY source, id ORDER BY text, title) AS duplicate_rank FROM {rows}) \
+             WHERE duplicate_rank = 1"
+        ),
+    };
+    collect(ctx, &statement).await?;
     Ok(schemas)
 }
 
 /// Every document needs an id, unique within its input: a duplicate or
 /// missing id is bad input (named, with the input), never silently merged.
-async fn check_ids(ctx: &SessionContext, view: &str) -> Result<()> {
+/// Returns the rows dropped as repeated ids (with `--duplicate-ids keep-first`).
+async fn check_ids(ctx: &SessionContext, view: &str, duplicates: DuplicateIds) -> Result<u64> {
+    let repeated = match duplicates {
+        DuplicateIds::Error => "count(*) > 1 OR id IS NULL",
+        DuplicateIds::KeepFirst => "id IS NULL",
+    };
     let batches = collect(
         ctx,
         &format!(
-            "SELECT source, id, count(*) AS n FROM {view} GROUP BY source, id HAVING count(*) > 1 OR id IS NULL \
+            "SELECT source, id, count(*) AS n FROM {view}_rows GROUP BY source, id HAVING {repeated} \
              ORDER BY n DESC, source, id LIMIT 5"
         ),
     )
@@ -334,14 +350,19 @@ async fn check_ids(ctx: &SessionContext, view: &str) -> Result<()> {
             });
         }
     }
-    if found.is_empty() {
-        return Ok(());
+    if !found.is_empty() {
+        return Err(Error::input(format!(
+            "document ids must be present and unique within an input: {}. Remove the duplicates, keep one \
+             row per id with --duplicate-ids keep-first, or give the right id column with --id-col",
+            found.join("; ")
+        )));
     }
-    Err(Error::input(format!(
-        "document ids must be present and unique within an input: {}. Remove the duplicates (or give the \
-         right id column with --id-col) and run again",
-        found.join("; ")
-    )))
+    match duplicates {
+        DuplicateIds::Error => Ok(0),
+        DuplicateIds::KeepFirst => {
+            scalar_u64(ctx, &format!("SELECT (SELECT count(*) FROM {view}_rows) - (SELECT count(*) FROM {view})")).await
+        }
+    }
 }
 
 /// After a failed read: find the input file that cannot be decoded (damaged
@@ -417,9 +438,10 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
     let mut progress = Progress::new(options);
     let Some(store_options) = &spec.store else {
         register_documents(&ctx, spec, &keep, "documents").await?;
-        if let Err(e) = check_ids(&ctx, "documents").await {
-            return Err(name_bad_file(&ctx, spec, e).await);
-        }
+        let dropped = match check_ids(&ctx, "documents", spec.columns.duplicate_ids).await {
+            Ok(n) => n,
+            Err(e) => return Err(name_bad_file(&ctx, spec, e).await),
+        };
         progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
         if options.dry_run {
             return dry_run(&ctx, spec, with_join, None, spec.overwrite).await;
@@ -428,7 +450,7 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
         let result = dedup_stages(&ctx, spec, &keep, &out, &mut progress, with_join, None).await;
         let result = match result {
             Err(e) => Err(name_bad_file(&ctx, spec, e).await),
-            ok => ok,
+            Ok(summary) => Ok(Summary { duplicate_ids_dropped: dropped, ..summary }),
         };
         return finish(out, result, progress).await;
     };
@@ -438,9 +460,10 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
     let settings = FingerprintSettings::of(&spec.fingerprint);
     let mut store = StoreRun::open(&ctx, store_options, &settings, &keep, spec.fingerprint.idf_model.as_deref()).await?;
     register_documents(&ctx, spec, &keep, "documents_input").await?;
-    if let Err(e) = check_ids(&ctx, "documents_input").await {
-        return Err(name_bad_file(&ctx, spec, e).await);
-    }
+    let dropped = match check_ids(&ctx, "documents_input", spec.columns.duplicate_ids).await {
+        Ok(n) => n,
+        Err(e) => return Err(name_bad_file(&ctx, spec, e).await),
+    };
     store.register_earlier(&ctx).await?;
     let already_stored = nightly::documents_not_stored(&ctx, &store).await?;
     progress.done(
@@ -476,7 +499,7 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
         dedup_stages(&ctx, &run_spec, &keep, &out, &mut progress, true, Some((&mut store, already_stored))).await;
     let result = match result {
         Err(e) => Err(name_bad_file(&ctx, spec, e).await),
-        ok => ok,
+        Ok(summary) => Ok(Summary { duplicate_ids_dropped: dropped, ..summary }),
     };
     finish(out, result, progress).await
 }

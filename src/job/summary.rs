@@ -100,6 +100,9 @@ pub struct Summary {
     pub inputs: Vec<InputSummary>,
     pub documents: u64,
     pub documents_without_terms: u64,
+    /// Input rows dropped because they repeat an id (`--duplicate-ids keep-first`).
+    #[serde(default)]
+    pub duplicate_ids_dropped: u64,
     pub distinct_fingerprints: u64,
     /// Distinct lines dropped as boilerplate (with boilerplate_lines set).
     #[serde(default)]
