@@ -135,7 +135,7 @@ fn nights_give_what_one_run_over_all_of_them_gives() {
     assert!(expected.len() > 20, "sample_data has near duplicates in every night: {}", expected.len());
     assert_eq!(components_of(&nightly), expected);
     let duplicates: u64 = NIGHTS.iter().map(|n| summary(&reports.join(n))["duplicates"].as_u64().unwrap()).sum();
-    assert_eq!(duplicates, summary(&full)["duplicates"].as_u64().unwrap());
+    representatives_stay_in_their_cluster(&store, &expected, duplicates, summary(&full)["duplicates"].as_u64().unwrap());
 
     // Every representative represents itself, and is stored no later than
     // the documents it represents.
@@ -361,4 +361,107 @@ fn the_cron_example_runs_nights_and_stops_on_bad_input() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let attempts = stderr(&o).lines().filter(|l| l.contains("\"event\":\"error\"")).count();
     assert_eq!(attempts, 1, "bad input is not retried:\n{}", stderr(&o));
+}
+
+/// The soak test (opt-in: `NEARDUP_SOAK=1 cargo test --test nightly soak -- --nocapture`;
+/// NEARDUP_SOAK_DOCS sets the posts per night, default 2,000): thirty nights
+/// over consecutive slices of `weibo_reposts` (38,254 identical reposts and
+/// many near ones across nights), against one run over the same posts with
+/// the same frozen IDF model. The store must hold every post once, with the
+/// one-run fingerprint, and the nights' pairs must link exactly the one
+/// run's clusters.
+#[test]
+fn soak_thirty_nights_of_weibo_equal_one_run() {
+    if std::env::var_os("NEARDUP_SOAK").is_none() {
+        eprintln!("SKIPPED: the soak test runs with NEARDUP_SOAK=1");
+        return;
+    }
+    let Some(weibo) = shared_data("weibo_reposts.parquet") else { return };
+    let per_night: usize = std::env::var("NEARDUP_SOAK_DOCS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let dir = tempfile::tempdir().unwrap();
+    let nights: Vec<String> = (1..=30).map(|d| format!("2026-06-{d:02}")).collect();
+    let all = dir.path().join("all.parquet");
+    let w = format!("w={}", weibo.display());
+    // One row per id (the posts that repeat an id keep their smallest text),
+    // in a fixed order, cut into thirty slices.
+    let mut sql = format!(
+        "CREATE VIEW posts AS SELECT * FROM (SELECT id, text, row_number() OVER (ORDER BY id) AS n FROM \
+         (SELECT id, text, row_number() OVER (PARTITION BY id ORDER BY text) AS r FROM w) WHERE r = 1) WHERE n <= {};\
+         COPY (SELECT id, text FROM posts ORDER BY id) TO '{}' STORED AS PARQUET;",
+        per_night * 30,
+        all.display()
+    );
+    for (k, night) in nights.iter().enumerate() {
+        let folder = dir.path().join("drops").join(night);
+        std::fs::create_dir_all(&folder).unwrap();
+        sql += &format!(
+            "COPY (SELECT id, text FROM posts WHERE (n - 1) % 30 = {k} ORDER BY id) TO '{}' STORED AS PARQUET;",
+            folder.join("part-0.parquet").display()
+        );
+    }
+    ok(&neardup(&["sql", "-t", &w, "-c", &sql]));
+    let model = dir.path().join("idf.parquet");
+    let all_input = format!("crawl={}", all.display());
+    ok(&neardup(&["fingerprint", "-q", "-i", &all_input, "-o", dir.path().join("fp").to_str().unwrap(), "--save-idf-model", model.to_str().unwrap()]));
+    let exact = ["--candidates", "simhash", "--verify", "none", "--idf-model", model.to_str().unwrap()];
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let started = std::time::Instant::now();
+    for night in &nights {
+        let input = format!("crawl={}/drops/{{run_id}}/", dir.path().display());
+        let output = format!("{}/{{run_id}}", reports.display());
+        let mut args = vec!["dedup", "-q", "-i", &input, "--store", store.to_str().unwrap(), "--run-id", night, "-o", &output];
+        args.extend_from_slice(&exact);
+        ok(&neardup(&args));
+    }
+    eprintln!("soak: 30 nights of {per_night} posts in {:.1} s", started.elapsed().as_secs_f64());
+    let full = dir.path().join("full");
+    let mut args = vec!["dedup", "-q", "-i", &all_input, "-o", full.to_str().unwrap()];
+    args.extend_from_slice(&exact);
+    ok(&neardup(&args));
+
+    let mut stored = BTreeMap::new();
+    for night in &nights {
+        let batches = read_dir(&store.join(format!("runs/run={night}")));
+        for (id, h) in strings(&batches, "id").into_iter().zip(u64s(&batches, "simhash")) {
+            assert!(stored.insert(id.clone(), h).is_none(), "post {id} stored twice");
+        }
+    }
+    let batches = read_dir(&full.join("fingerprints"));
+    let one_run: BTreeMap<String, Option<u64>> = strings(&batches, "id").into_iter().zip(u64s(&batches, "simhash")).collect();
+    assert_eq!(stored.len(), per_night * 30);
+    assert!(stored == one_run, "the store's fingerprints equal one run's");
+    let nightly: Vec<(String, String)> = nights.iter().flat_map(|n| report_pairs(&reports.join(n))).collect();
+    let expected = clusters(&full);
+    eprintln!("soak: {} clusters, {} nightly pairs", expected.len(), nightly.len());
+    assert_eq!(components_of(&nightly), expected);
+    let duplicates: u64 = nights.iter().map(|n| summary(&reports.join(n))["duplicates"].as_u64().unwrap()).sum();
+    representatives_stay_in_their_cluster(&store, &expected, duplicates, summary(&full)["duplicates"].as_u64().unwrap());
+}
+
+/// Every stored document's representative is in the same cluster of the one
+/// run (clusters of earlier nights are never merged, so one cluster of the
+/// one run may keep several representatives, never the other way round),
+/// and the nights count as many duplicates as documents that are not their
+/// own representative: at most the one run's.
+fn representatives_stay_in_their_cluster(store: &Path, one_run: &BTreeSet<BTreeSet<String>>, nightly_duplicates: u64, one_run_duplicates: u64) {
+    let cluster_of: BTreeMap<&String, usize> = one_run.iter().enumerate().flat_map(|(i, c)| c.iter().map(move |d| (d, i))).collect();
+    let mut not_own = 0;
+    for night in std::fs::read_dir(store.join("runs")).unwrap() {
+        let folder = night.unwrap().path();
+        if !folder.join("_SUCCESS").exists() {
+            continue;
+        }
+        let b = read_dir(&folder);
+        let (src, ids, rsrc, rids) = (strings(&b, "source"), strings(&b, "id"), strings(&b, "representative_source"), strings(&b, "representative_id"));
+        for i in 0..ids.len() {
+            let (doc, rep) = (format!("{}/{}", src[i], ids[i]), format!("{}/{}", rsrc[i], rids[i]));
+            if doc != rep {
+                not_own += 1;
+                assert!(cluster_of.get(&doc).is_some() && cluster_of.get(&doc) == cluster_of.get(&rep), "{doc} is represented by {rep} of another cluster");
+            }
+        }
+    }
+    assert_eq!(not_own, nightly_duplicates);
+    assert!(nightly_duplicates <= one_run_duplicates, "{nightly_duplicates} > {one_run_duplicates}");
 }
