@@ -26,14 +26,11 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use super::config::{JobSpec, KeepRule, StoreOptions};
-use super::runner::{
-    collect, column_u64, documents_parquet, scalar_u64, seal, strings, FileMetadata, Progress,
-};
+use super::runner::{collect, column_u64, documents_parquet, near_pairs, scalar_u64, seal, strings, FileMetadata, Progress};
 use super::sql::{self, render};
 use super::summary::{BandPlanSummary, FingerprintSettings, StoreSummary, Summary};
 use crate::cluster::components;
 use crate::error::{Error, Result};
-use crate::join::BandPlan;
 use crate::storage::{literal, locate, read_object, register_parquet, register_parquet_files, OutputDir};
 
 /// `store.json`: what every run of a store shares.
@@ -332,54 +329,11 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
          UNION SELECT simhash FROM stored WHERE simhash IS NOT NULL)",
     )
     .await?;
-    let mut plan = None;
-    let mut sources = Vec::new();
-    if join.candidates.simhash() {
-        let p = match join.blocks {
-            Some(m) => BandPlan::new(k, m),
-            None => BandPlan::auto(k, known),
-        }
-        .map_err(Error::Input)?;
-        let path = out.staged("_work/candidates/simhash.parquet");
-        collect(ctx, &render(sql::STORE_NEAR_PAIRS, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
-        sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
-        plan = Some(p);
-    }
-    if join.candidates.minhash() {
-        let mh = join.minhash;
-        let path = out.staged("_work/candidates/minhash.parquet");
-        let statement = render(
-            sql::STORE_MINHASH_CANDIDATES,
-            &[("path", &literal(&path)), ("bands", &mh.bands.to_string()), ("rows", &mh.rows.to_string())],
-        );
-        collect(ctx, &statement).await?;
-        sources.push(format!("MinHash {mh}"));
-    }
-    let candidates_path = out.staged("_work/candidates/");
-    register_parquet(ctx, "candidates", &candidates_path).await?;
-    let candidate_count = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
-    progress.done(
-        "join",
-        format!("{candidate_count} candidate pairs of tonight's fingerprints among {known} known ({})", sources.join("; ")),
-    );
-    let near_path = match verify.measure() {
-        None => candidates_path,
-        Some((measure, threshold)) => {
-            let near_path = out.staged("_work/near_pairs.parquet");
-            let statement = render(
-                sql::VERIFIED_PAIRS,
-                &[("path", &literal(&near_path)), ("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))],
-            );
-            collect(ctx, &statement).await?;
-            near_path
-        }
-    };
-    register_parquet(ctx, "near_pairs", &near_path).await?;
-    let mut edges = Vec::new();
-    for b in collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await? {
-        let (a, c) = (column_u64(&b, 0)?, column_u64(&b, 1)?);
-        edges.extend(a.values().iter().copied().zip(c.values().iter().copied()));
-    }
+    let found = near_pairs(ctx, join, out, (sql::STORE_NEAR_PAIRS, sql::STORE_MINHASH_CANDIDATES), known, progress, |n, sources| {
+        format!("{n} candidate pairs of tonight's fingerprints among {known} known ({sources})")
+    })
+    .await?;
+    let (plan, candidate_count, edges) = (found.plan, found.candidates, found.edges);
     let near_count = edges.len() as u64;
     if verify.measure().is_some() {
         progress.done("verify", format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} copies rejected"));

@@ -360,7 +360,13 @@ async fn check_ids(ctx: &SessionContext, view: &str, duplicates: DuplicateIds) -
     match duplicates {
         DuplicateIds::Error => Ok(0),
         DuplicateIds::KeepFirst => {
-            scalar_u64(ctx, &format!("SELECT (SELECT count(*) FROM {view}_rows) - (SELECT count(*) FROM {view})")).await
+            scalar_u64(
+                ctx,
+                &format!(
+                    "SELECT COALESCE(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM {view}_rows GROUP BY source, id HAVING count(*) > 1)"
+                ),
+            )
+            .await
         }
     }
 }
@@ -784,6 +790,78 @@ pub(super) fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
 /// The join, components, clusters and pairs over a registered `fingerprints`
 /// table with columns source, id, simhash (and n_chars / keep_key for the
 /// keep rules that use them).
+/// What [`near_pairs`] found.
+pub(super) struct NearPairs {
+    pub plan: Option<BandPlan>,
+    pub candidates: u64,
+    /// Pairs of fingerprints that passed the check (table `near_pairs`).
+    pub edges: Vec<(u64, u64)>,
+}
+
+/// Candidate pairs from the SimHash banded join and MinHash bands (the
+/// statements given: one run's, or a store run's), one file each in
+/// `_work/candidates/`, checked on their term sets when asked; registers
+/// `candidates` and `near_pairs`. The band plan is chosen for `distinct`
+/// fingerprints. The stage `join` ends (with `describe(candidates,
+/// sources)`) before the check begins.
+pub(super) async fn near_pairs(
+    ctx: &SessionContext,
+    join: &JoinOptions,
+    out: &OutputDir,
+    (simhash_sql, minhash_sql): (&str, &str),
+    distinct: u64,
+    progress: &mut Progress,
+    describe: impl Fn(u64, &str) -> String,
+) -> Result<NearPairs> {
+    let k = join.max_hamming;
+    let mut plan = None;
+    let mut sources = Vec::new();
+    if join.candidates.simhash() {
+        let p = match join.blocks {
+            Some(m) => BandPlan::new(k, m),
+            None => BandPlan::auto(k, distinct),
+        }
+        .map_err(Error::Input)?;
+        let path = out.staged("_work/candidates/simhash.parquet");
+        collect(ctx, &render(simhash_sql, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
+        sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
+        plan = Some(p);
+    }
+    if join.candidates.minhash() {
+        let mh = join.minhash;
+        let path = out.staged("_work/candidates/minhash.parquet");
+        let statement =
+            render(minhash_sql, &[("path", &literal(&path)), ("bands", &mh.bands.to_string()), ("rows", &mh.rows.to_string())]);
+        collect(ctx, &statement).await?;
+        sources.push(format!("MinHash {mh}"));
+    }
+    let candidates_path = out.staged("_work/candidates/");
+    register_parquet(ctx, "candidates", &candidates_path).await?;
+    let candidates = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
+    let sources = sources.join("; ");
+    progress.done("join", describe(candidates, &sources));
+    progress.begin("verify", None);
+    let near_path = match join.verify.measure() {
+        None => candidates_path,
+        Some((measure, threshold)) => {
+            let near_path = out.staged("_work/near_pairs.parquet");
+            let statement = render(
+                sql::VERIFIED_PAIRS,
+                &[("path", &literal(&near_path)), ("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))],
+            );
+            collect(ctx, &statement).await?;
+            near_path
+        }
+    };
+    register_parquet(ctx, "near_pairs", &near_path).await?;
+    let mut edges = Vec::new();
+    for b in &collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await? {
+        let (a, c) = (column_u64(b, 0)?, column_u64(b, 1)?);
+        edges.extend(a.values().iter().copied().zip(c.values().iter().copied()));
+    }
+    Ok(NearPairs { plan, candidates, edges })
+}
+
 async fn join_stages(
     ctx: &SessionContext,
     join: &JoinOptions,
@@ -824,56 +902,12 @@ async fn join_stages(
     };
 
     // Candidate pairs of distinct fingerprints: the banded join, MinHash
-    // bands, or both (one file each in _work/candidates/).
-    let mut plan = None;
-    let mut sources = Vec::new();
-    if join.candidates.simhash() {
-        let p = match join.blocks {
-            Some(m) => BandPlan::new(k, m),
-            None => BandPlan::auto(k, distinct),
-        }
-        .map_err(Error::Input)?;
-        let path = out.staged("_work/candidates/simhash.parquet");
-        collect(ctx, &render(sql::NEAR_PAIRS, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
-        sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
-        plan = Some(p);
-    }
-    if join.candidates.minhash() {
-        let mh = join.minhash;
-        let path = out.staged("_work/candidates/minhash.parquet");
-        let statement = render(
-            sql::MINHASH_CANDIDATES,
-            &[("path", &literal(&path)), ("bands", &mh.bands.to_string()), ("rows", &mh.rows.to_string())],
-        );
-        collect(ctx, &statement).await?;
-        sources.push(format!("MinHash {mh}"));
-    }
-    let candidates_path = out.staged("_work/candidates/");
-    register_parquet(ctx, "candidates", &candidates_path).await?;
-    let candidate_count = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
-    progress.done("join", format!("{candidate_count} candidate pairs among {distinct} distinct fingerprints ({})", sources.join("; ")));
-    progress.begin("verify", None);
-
-    // Verification on term sets, when asked for.
-    let near_path = match verify.measure() {
-        None => candidates_path,
-        Some((measure, threshold)) => {
-            let near_path = out.staged("_work/near_pairs.parquet");
-            let statement = render(
-                sql::VERIFIED_PAIRS,
-                &[("path", &literal(&near_path)), ("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))],
-            );
-            collect(ctx, &statement).await?;
-            near_path
-        }
-    };
-    register_parquet(ctx, "near_pairs", &near_path).await?;
-    let edges = collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await?;
-    let mut edge_list = Vec::new();
-    for b in &edges {
-        let (a, c) = (column_u64(b, 0)?, column_u64(b, 1)?);
-        edge_list.extend(a.values().iter().copied().zip(c.values().iter().copied()));
-    }
+    // bands, or both; then the term-set check.
+    let found = near_pairs(ctx, join, out, (sql::NEAR_PAIRS, sql::MINHASH_CANDIDATES), distinct, progress, |n, sources| {
+        format!("{n} candidate pairs among {distinct} distinct fingerprints ({sources})")
+    })
+    .await?;
+    let (plan, candidate_count, edge_list) = (found.plan, found.candidates, found.edges);
     let near_count = edge_list.len() as u64;
     if let Some((measure, threshold)) = verify.measure() {
         progress.done(
