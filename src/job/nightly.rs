@@ -26,7 +26,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use super::config::{JobSpec, KeepRule, StoreOptions};
-use super::runner::{collect, column_u64, documents_parquet, near_pairs, scalar_u64, seal, strings, FileMetadata, Progress};
+use super::runner::{collect, column_u64, eligible_without, near_pairs, scalar_u64, seal, strings, FileMetadata, Progress};
 use super::sql::{self, render};
 use super::summary::{BandPlanSummary, FingerprintSettings, StoreSummary, Summary};
 use crate::cluster::components;
@@ -310,14 +310,7 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
                 let (sources, ids) = (strings(&b, 0)?, strings(&b, 1)?);
                 rejected.extend(sources.into_iter().zip(ids));
             }
-            out.put("_work/unconfirmed.parquet", documents_parquet(&rejected)?).await?;
-            register_parquet(ctx, "unconfirmed", &out.staged("_work/unconfirmed.parquet")).await?;
-            collect(
-                ctx,
-                "CREATE VIEW eligible AS SELECT * FROM fingerprints f \
-                 WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
-            )
-            .await?;
+            eligible_without(ctx, out, &rejected).await?;
             rejected.len() as u64
         }
     };

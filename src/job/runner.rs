@@ -759,7 +759,7 @@ fn unconfirmed_copies(batches: &[RecordBatch], verify: Verify) -> Result<Vec<(St
 }
 
 /// `(source, id)` rows as Parquet.
-pub(super) fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
+fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
     let schema = Arc::new(Schema::new(vec![Field::new("source", DataType::Utf8, false), Field::new("id", DataType::Utf8, false)]));
     let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())));
     let ids: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())));
@@ -790,6 +790,20 @@ pub(super) fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
 /// The join, components, clusters and pairs over a registered `fingerprints`
 /// table with columns source, id, simhash (and n_chars / keep_key for the
 /// keep rules that use them).
+/// The view `eligible`: the fingerprints without the `rejected` documents
+/// (kept in the work folder as `unconfirmed`).
+pub(super) async fn eligible_without(ctx: &SessionContext, out: &OutputDir, rejected: &[(String, String)]) -> Result<()> {
+    out.put("_work/unconfirmed.parquet", documents_parquet(rejected)?).await?;
+    register_parquet(ctx, "unconfirmed", &out.staged("_work/unconfirmed.parquet")).await?;
+    collect(
+        ctx,
+        "CREATE VIEW eligible AS SELECT * FROM fingerprints f \
+         WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
+    )
+    .await?;
+    Ok(())
+}
+
 /// What [`near_pairs`] found.
 pub(super) struct NearPairs {
     pub plan: Option<BandPlan>,
@@ -886,14 +900,7 @@ async fn join_stages(
         Some(_) => {
             let batches = collect(ctx, sql::UNCONFIRMED_COPIES).await?;
             let rejected = unconfirmed_copies(&batches, verify)?;
-            out.put("_work/unconfirmed.parquet", documents_parquet(&rejected)?).await?;
-            register_parquet(ctx, "unconfirmed", &out.staged("_work/unconfirmed.parquet")).await?;
-            collect(
-                ctx,
-                "CREATE VIEW eligible AS SELECT * FROM fingerprints f \
-                 WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
-            )
-            .await?;
+            eligible_without(ctx, out, &rejected).await?;
             let sets_path = out.staged("_work/term_sets.parquet");
             collect(ctx, &render(sql::TERM_SETS, &[("path", &literal(&sets_path))])).await?;
             register_parquet(ctx, "term_sets", &sets_path).await?;
