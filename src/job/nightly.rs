@@ -28,10 +28,10 @@ use serde::{Deserialize, Serialize};
 use super::config::{JobSpec, KeepRule, StoreOptions};
 use super::runner::{collect, column_u64, eligible_without, near_pairs, scalar_u64, seal, strings, FileMetadata, Progress};
 use super::sql::{self, render};
-use super::summary::{BandPlanSummary, FingerprintSettings, StoreSummary, Summary};
+use super::summary::{content_identity, BandPlanSummary, FingerprintSettings, StoreSummary, Summary};
 use crate::cluster::components;
 use crate::error::{Error, Result};
-use crate::storage::{literal, locate, read_object, register_parquet, register_parquet_files, OutputDir};
+use crate::storage::{literal, local_path, locate, read_object, register_parquet, register_parquet_files, OutputDir};
 
 /// `store.json`: what every run of a store shares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,10 +58,6 @@ pub struct StoreRun {
     pub earlier: Vec<String>,
     store: Arc<dyn ObjectStore>,
     root: ObjectPath,
-}
-
-fn digest(bytes: &[u8]) -> String {
-    format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
 }
 
 /// The fields in which two settings differ, as `name: a ≠ b`.
@@ -118,7 +114,7 @@ impl StoreRun {
                 )));
             }
             if let Some(model) = idf_model {
-                let given = digest(&read_object(ctx, model).await?);
+                let given = content_identity(&read_object(ctx, model).await?);
                 if given != m.idf_model {
                     return Err(Error::input(format!(
                         "IDF model '{model}' ({given}) is not the store's frozen model ({}): fingerprints made with \
@@ -129,7 +125,7 @@ impl StoreRun {
                 }
             }
         }
-        let missing = local(&run.url).is_some_and(|p| !std::path::Path::new(p).exists());
+        let missing = local_path(&run.url).is_some_and(|p| !p.exists());
         if !missing {
             run.earlier = run.committed_runs().await?.into_iter().filter(|id| *id < run.run_id).collect();
         }
@@ -197,7 +193,7 @@ impl StoreRun {
         let idf_model = match model {
             Some(model) => {
                 let bytes = read_object(ctx, model).await?;
-                let id = digest(&bytes);
+                let id = content_identity(&bytes);
                 self.put("idf/model.parquet", bytes.to_vec()).await?;
                 id
             }
@@ -219,8 +215,8 @@ impl StoreRun {
 
     async fn put(&self, relative: &str, bytes: Vec<u8>) -> Result<()> {
         let path = relative.split('/').fold(self.root.clone(), |p, part| p.join(part));
-        if let Some(dir) = local(&self.url) {
-            let file = std::path::Path::new(dir).join(relative);
+        if let Some(dir) = local_path(&self.url) {
+            let file = dir.join(relative);
             if let Some(parent) = file.parent() {
                 std::fs::create_dir_all(parent)?;
             }
@@ -230,14 +226,6 @@ impl StoreRun {
             .await
             .map_err(|e| Error::runtime(format!("cannot write '{}/{relative}': {e}", self.url)))?;
         Ok(())
-    }
-}
-
-fn local(url: &str) -> Option<&str> {
-    match url.strip_prefix("file://") {
-        Some(p) => Some(p),
-        None if url.contains("://") => None,
-        None => Some(url),
     }
 }
 
@@ -338,7 +326,7 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
     let created = store.manifest.is_none();
     let idf_model = match (&store.manifest, night.model) {
         (Some(m), _) => m.idf_model.clone(),
-        (None, Some(model)) => digest(&read_object(ctx, model).await?),
+        (None, Some(model)) => content_identity(&read_object(ctx, model).await?),
         (None, None) => "none".into(),
     };
     let run_out = OutputDir::prepare(ctx, &store.run_url(&store.run_id), true).await?;

@@ -39,13 +39,18 @@ fn all_terms() -> String {
     "all".into()
 }
 
+/// `xxh3:<digest>` of some bytes: the identity of a word list or an IDF model by content.
+pub fn content_identity(bytes: &[u8]) -> String {
+    format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
+}
+
 /// Identify a word-list file by its content, so the same list on two
 /// machines (at different paths) is recognised as the same.
 pub fn file_identity(path: &Option<String>) -> String {
     match path {
         None => "builtin".into(),
         Some(p) => match std::fs::read(p) {
-            Ok(bytes) => format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(&bytes)),
+            Ok(bytes) => content_identity(&bytes),
             Err(_) => format!("unreadable:{p}"),
         },
     }

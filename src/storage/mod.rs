@@ -12,13 +12,14 @@ pub mod footer;
 mod output;
 pub mod stores;
 
-pub use output::{copy_file, OutputDir};
+pub use output::{copy_file, local_path, OutputDir};
 pub use stores::EnvStoreRegistry;
 
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use datafusion::prelude::SessionContext;
 use futures::TryStreamExt;
 use object_store::{ObjectMeta, ObjectStoreExt};
@@ -132,7 +133,7 @@ pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(List
     files.sort_by(|a, b| a.location.cmp(&b.location));
     for f in &files {
         let name = display_location(&format!("{}{}", table_url.object_store().as_str(), f.location));
-        check_parquet_magic(store.as_ref(), f).await.map_err(|e| match e {
+        read_footer(store.as_ref(), f).await.map(|_| ()).map_err(|e| match e {
             Error::Input(m) => Error::Input(m.replace(&format!("'{}'", f.location), &format!("'{name}'"))),
             other => other,
         })?;
@@ -162,43 +163,36 @@ pub fn display_location(url: &str) -> String {
     }
 }
 
-async fn check_parquet_magic(store: &dyn object_store::ObjectStore, meta: &ObjectMeta) -> Result<()> {
+/// The decoded footer of one Parquet file, its magic bytes checked: a file
+/// that is not Parquet, or whose footer is damaged, is named here, not by a
+/// query later.
+async fn read_footer(store: &dyn object_store::ObjectStore, meta: &ObjectMeta) -> Result<ParquetMetaData> {
     let not_parquet = || Error::input(format!(
         "'{}' is not a Parquet file (no PAR1 magic bytes): remove it from the input or convert it to Parquet",
         meta.location
     ));
-    if meta.size < 12 {
-        return Err(not_parquet());
-    }
-    let head = store.get_range(&meta.location, 0..4).await.map_err(|e| Error::runtime(format!("cannot read '{}': {e}", meta.location)))?;
-    let tail = store
-        .get_range(&meta.location, meta.size - 4..meta.size)
-        .await
-        .map_err(|e| Error::runtime(format!("cannot read '{}': {e}", meta.location)))?;
-    if head.as_ref() != b"PAR1" || tail.as_ref() != b"PAR1" {
-        return Err(not_parquet());
-    }
-    // The footer too: a damaged file is named here, not by a query later.
     let damaged = |why: String| {
         Error::input(format!(
             "'{}' is damaged: its Parquet footer cannot be read ({why}); restore the file or remove it from the input",
             meta.location
         ))
     };
-    let len_bytes = store
-        .get_range(&meta.location, meta.size - 8..meta.size - 4)
-        .await
-        .map_err(|e| Error::runtime(format!("cannot read '{}': {e}", meta.location)))?;
-    let len = u64::from(u32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]));
+    let read = |range: std::ops::Range<u64>| async move {
+        store.get_range(&meta.location, range).await.map_err(|e| Error::runtime(format!("cannot read '{}': {e}", meta.location)))
+    };
+    if meta.size < 12 {
+        return Err(not_parquet());
+    }
+    let (head, tail) = (read(0..4).await?, read(meta.size - 8..meta.size).await?);
+    if head.as_ref() != b"PAR1" || &tail[4..] != b"PAR1" {
+        return Err(not_parquet());
+    }
+    let len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
     if len + 12 > meta.size {
         return Err(damaged(format!("footer length {len} exceeds the file size {}", meta.size)));
     }
-    let footer = store
-        .get_range(&meta.location, meta.size - 8 - len..meta.size - 8)
-        .await
-        .map_err(|e| Error::runtime(format!("cannot read '{}': {e}", meta.location)))?;
-    datafusion::parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&footer).map_err(|e| damaged(e.to_string()))?;
-    Ok(())
+    let footer = read(meta.size - 8 - len..meta.size - 8).await?;
+    ParquetMetaDataReader::decode_metadata(&footer).map_err(|e| damaged(e.to_string()))
 }
 
 /// The store and path of the one object a path or URL names.
@@ -246,19 +240,11 @@ pub async fn register_parquet_files(ctx: &SessionContext, name: &str, locations:
 
 /// The key-value metadata of every Parquet file at `url`, by file.
 pub async fn parquet_key_values(ctx: &SessionContext, url: &str) -> Result<Vec<(String, std::collections::HashMap<String, String>)>> {
-    use datafusion::parquet::file::metadata::ParquetMetaDataReader;
     let (table_url, files) = list_parquet_files(ctx, url).await?;
     let store = ctx.runtime_env().object_store(table_url.object_store())?;
     let mut out = Vec::with_capacity(files.len());
     for f in files {
-        let bad = |e: String| Error::input(format!("cannot read the Parquet footer of '{}': {e}", f.location));
-        let tail = store.get_range(&f.location, f.size - 8..f.size).await.map_err(|e| bad(e.to_string()))?;
-        let len = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
-        if len + 8 > f.size {
-            return Err(bad(format!("footer length {len} exceeds the file size {}", f.size)));
-        }
-        let footer = store.get_range(&f.location, f.size - 8 - len..f.size - 8).await.map_err(|e| bad(e.to_string()))?;
-        let metadata = ParquetMetaDataReader::decode_metadata(&footer).map_err(|e| bad(e.to_string()))?;
+        let metadata = read_footer(store.as_ref(), &f).await?;
         let kv = metadata
             .file_metadata()
             .key_value_metadata()

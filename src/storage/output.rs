@@ -39,7 +39,8 @@ pub struct OutputDir {
     target: Target,
 }
 
-fn local_path(url: &str) -> Option<PathBuf> {
+/// The local path a location names (a plain path or `file://`), or None for other URLs.
+pub fn local_path(url: &str) -> Option<PathBuf> {
     match url.strip_prefix("file://") {
         Some(p) => Some(PathBuf::from(p)),
         None if url.contains("://") => None,
