@@ -54,7 +54,9 @@ class Proxy(BaseHTTPRequestHandler):
             self.send_response(503)
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Connection", "close")
             self.end_headers()
+            self.close_connection = True
             self.wfile.write(payload)
             return
         conn = http.client.HTTPConnection(upstream.hostname, upstream.port, timeout=60)
@@ -69,7 +71,11 @@ class Proxy(BaseHTTPRequestHandler):
         # A HEAD answer carries the object's length, not its own body's.
         length = resp.getheader("Content-Length") if self.command == "HEAD" else None
         self.send_header("Content-Length", length if length is not None else str(len(data)))
+        # One request per connection: the client never reuses one this proxy
+        # may have dropped (only the injected faults should fail requests).
+        self.send_header("Connection", "close")
         self.end_headers()
+        self.close_connection = True
         if self.command != "HEAD":
             self.wfile.write(data)
         conn.close()
@@ -80,7 +86,14 @@ class Proxy(BaseHTTPRequestHandler):
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
-server = ThreadingHTTPServer(("127.0.0.1", port), Proxy)
+class Server(ThreadingHTTPServer):
+    # The client opens many connections at once: a short listen queue would
+    # refuse some, a fault of this proxy rather than an injected one.
+    request_queue_size = 256
+    daemon_threads = True
+
+
+server = Server(("127.0.0.1", port), Proxy)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 print(json.dumps({"endpoint": f"http://127.0.0.1:{port}", "requests_file": counts_file}), flush=True)
 sys.stdin.read()

@@ -218,6 +218,8 @@ fn a_faulty_store_is_retried_then_fails_clearly() {
     let mut env = s3.env();
     env.retain(|(k, _)| *k != "AWS_ENDPOINT");
     env.push(("AWS_ENDPOINT", info["endpoint"].as_str().unwrap().to_string()));
+    // The proxy closes every connection after one answer: keep none idle.
+    env.push(("AWS_POOL_MAX_IDLE_PER_HOST", "0".to_string()));
     let remote_reports = dir.path().join("reports");
     for id in ["2026-11-01", "2026-11-02"] {
         ok(&night(&env, "s3://archive/store", remote_reports.to_str().unwrap(), id));
