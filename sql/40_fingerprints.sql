@@ -15,12 +15,19 @@
 -- without the join and the grouping. A document without kept terms gets a
 -- NULL fingerprint and never takes part in the join.
 -- term_set keeps all of a document's distinct term hashes, sorted: the set
--- that candidate verification and MinHash compare. Row groups of 65,536
--- rows let the later stages scan the table on every core.
+-- that candidate verification compares. minhash holds its MinHash LSH band
+-- keys ({{minhash}}: minhash_keys with the run's bands × rows, or NULL when
+-- candidates do not include MinHash), computed here once per document in
+-- O(terms) and kept, so no later stage or night hashes a term set again.
+-- Row groups of 65,536 rows let the later stages scan the table on every
+-- core.
 COPY (
-  SELECT source, id, f['simhash'] AS simhash, COALESCE(f['n_terms'], 0) AS n_terms, n_chars,
-         term_set(terms) AS term_set{{keep_key}}
-  FROM (SELECT *, idf_simhash(terms, {{model}}, {{model_version}}, {{n_docs}}, {{weighting}}, {{formula}}, {{top_k}}) AS f
-        FROM terms)
+  SELECT source, id, simhash, n_terms, n_chars, term_set, {{minhash}} AS minhash{{keep_key}}
+  FROM (
+    SELECT source, id, f['simhash'] AS simhash, COALESCE(f['n_terms'], 0) AS n_terms, n_chars,
+           term_set(terms) AS term_set{{keep_key}}
+    FROM (SELECT *, idf_simhash(terms, {{model}}, {{model_version}}, {{n_docs}}, {{weighting}}, {{formula}}, {{top_k}}) AS f
+          FROM terms)
+  )
   ORDER BY source, id
 ) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '65536')

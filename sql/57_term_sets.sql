@@ -4,9 +4,9 @@
 -- folder, in row groups of 65,536 rows: the MinHash candidates and both
 -- sides of the check read it, on every core.
 COPY (
-  SELECT simhash, term_set
+  SELECT simhash, term_set, minhash
   FROM (
-    SELECT simhash, term_set, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
+    SELECT simhash, term_set, minhash, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
     FROM eligible
     WHERE simhash IS NOT NULL
   )

@@ -3,13 +3,13 @@
 -- tonight's documents), for MinHash candidates, the term-set check, and the
 -- check of tonight's copies of a known fingerprint (93_store_unconfirmed.sql).
 COPY (
-  SELECT simhash, term_set
+  SELECT simhash, term_set, minhash
   FROM (
-    SELECT simhash, term_set, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
+    SELECT simhash, term_set, minhash, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
     FROM (
-      SELECT simhash, source, id, term_set FROM fingerprints WHERE simhash IS NOT NULL
+      SELECT simhash, source, id, term_set, minhash FROM fingerprints WHERE simhash IS NOT NULL
       UNION ALL
-      SELECT simhash, source, id, term_set FROM stored WHERE simhash IS NOT NULL
+      SELECT simhash, source, id, term_set, minhash FROM stored WHERE simhash IS NOT NULL
     )
   )
   WHERE r = 1

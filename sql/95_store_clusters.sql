@@ -2,7 +2,8 @@
 -- cluster (`night`, the run just written by 94_store_run.sql), with their
 -- representative. `representative_run` says where the representative was
 -- stored: tonight (this run) or an earlier run, whose cluster the document
--- joined.
+-- joined (each run keeps it beside the representative, so no earlier run is
+-- read here).
 COPY (
   WITH reps AS (
     SELECT DISTINCT representative_source AS source, representative_id AS id
@@ -11,11 +12,9 @@ COPY (
   )
   SELECT n.source, n.id, n.representative_source, n.representative_id,
          (n.representative_source = n.source AND n.representative_id = n.id) AS is_representative,
-         COALESCE(m.run, s.run) AS representative_run,
+         n.representative_run,
          n.simhash
   FROM night n
-  LEFT JOIN night m ON m.source = n.representative_source AND m.id = n.representative_id
-  LEFT JOIN stored s ON s.source = n.representative_source AND s.id = n.representative_id
   WHERE NOT (n.representative_source = n.source AND n.representative_id = n.id)
      OR EXISTS (SELECT 1 FROM reps r WHERE r.source = n.source AND r.id = n.id)
   ORDER BY n.representative_source, n.representative_id, n.source, n.id

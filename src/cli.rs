@@ -7,7 +7,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
 use crate::job::{Candidates, Columns, DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
-use crate::sets::{MinHashPlan, Verify};
+use crate::minhash::MinHashPlan;
+use crate::sets::Verify;
 use crate::session::EngineOptions;
 use crate::storage::InputSpec;
 use crate::weight::{IdfFormula, Weighting};
@@ -40,6 +41,9 @@ pub enum Command {
     Pairs(PairsArgs),
     /// Run a job described by a TOML file (see jobs/example.toml).
     Run(RunArgs),
+    /// Look after a fingerprint store: `info` lists it, `compact` merges its runs.
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Run SQL with every neardup function available; with no query, an interactive shell.
     Sql(SqlArgs),
     /// List neardup's SQL functions with their syntax and an example.
@@ -63,6 +67,47 @@ impl Command {
             Command::Run(a) => a.run.log_format,
             _ => LogFormat::Plain,
         }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Print the store's runs, segments, documents, bytes, settings, IDF model and lease.
+    Info(StoreInfoArgs),
+    /// Merge the store's runs (and earlier segments) into one segment sorted by fingerprint,
+    /// so that a night opens fewer files. Atomic and idempotent; the newest run stays on its
+    /// own (so that it can still be rerun) unless --all. Takes the store's lease.
+    Compact(StoreCompactArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StoreInfoArgs {
+    /// The store (a folder or object-store URL).
+    #[arg(long, value_name = "URL")]
+    pub store: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StoreCompactArgs {
+    /// The store (a folder or object-store URL).
+    #[arg(long, value_name = "URL")]
+    pub store: String,
+    /// Merge the newest run too (it can then no longer be rerun).
+    #[arg(long)]
+    pub all: bool,
+    /// Print what was done as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+impl StoreCompactArgs {
+    pub fn engine(&self) -> EngineOptions {
+        self.engine.options()
     }
 }
 

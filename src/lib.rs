@@ -8,7 +8,8 @@
 //! - [`weight`]: IDF formulas and weighting schemes;
 //! - [`fingerprint`]: the stable feature hash and 64-bit SimHash;
 //! - [`join`]: band plans of the exact banded self-join;
-//! - [`sets`]: term-set similarity (verification) and MinHash LSH;
+//! - [`sets`]: term-set similarity (verification);
+//! - [`minhash`]: one-permutation MinHash signatures and LSH band keys;
 //! - [`cluster`]: connected components over near pairs.
 //!
 //! [`session`] builds the one DataFusion session every run uses (embedded, or
@@ -23,6 +24,8 @@ pub mod eval;
 pub mod fingerprint;
 pub mod job;
 pub mod logging;
+pub mod minhash;
+pub mod probe;
 pub mod join;
 pub mod progress;
 pub mod session;

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use neardup::cli::{Cli, Command};
+use neardup::cli::{Cli, Command, StoreCommand};
 use neardup::error::Error;
 use neardup::job::{run_dedup, run_fingerprint, run_pairs, JobSpec, Summary};
 
@@ -90,6 +90,24 @@ async fn run(cli: Cli) -> Result<(), Error> {
             spec.apply_run_id(args.run_id.clone())?;
             let summary = run_dedup(&spec, &args.run.options(args.quiet)).await?;
             report(&summary, args.json)?;
+        }
+        Command::Store(StoreCommand::Info(args)) => {
+            let ctx = neardup::session::new_context(&Default::default())?;
+            let info = neardup::job::store::info(&ctx, &args.store).await?;
+            if args.json {
+                emit_json(&info)?;
+            } else {
+                emit(&format!("{info}\n"))?;
+            }
+        }
+        Command::Store(StoreCommand::Compact(args)) => {
+            let ctx = neardup::session::context(&args.engine()).await?;
+            let done = neardup::job::store::compact(&ctx, &args.store, args.all).await?;
+            if args.json {
+                emit_json(&done)?;
+            } else {
+                emit(&format!("{}\n", done.describe()))?;
+            }
         }
         Command::Sql(args) => neardup::shell::run(&args).await?,
         Command::Functions => emit(&neardup::udf::describe_all())?,

@@ -1,5 +1,5 @@
-//! Term sets: exact set similarity for verifying candidate pairs, and
-//! MinHash with LSH banding as a second way to find candidates.
+//! Term sets: exact set similarity for verifying candidate pairs (MinHash,
+//! the second way to find candidates, is in [`crate::minhash`]).
 //!
 //! A document's term set is the sorted, distinct 64-bit hashes of its kept
 //! terms (the same hashes SimHash votes with). Two measures compare sets:
@@ -103,7 +103,6 @@ macro_rules! text_form {
     };
 }
 text_form!(Verify);
-text_form!(MinHashPlan);
 
 /// Size of the intersection of two sorted, distinct slices.
 pub fn intersection(a: &[u64], b: &[u64]) -> usize {
@@ -160,121 +159,6 @@ pub fn split_group(sets: &[&[u64]], similar: impl Fn(&[u64], &[u64]) -> bool) ->
     member_of.iter().enumerate().filter(|&(_, &g)| g != kept).map(|(i, _)| i).collect()
 }
 
-/// Largest number of MinHash functions (bands × rows).
-pub const MAX_PERMUTATIONS: u32 = 1024;
-
-/// MinHash with LSH banding: `bands × rows` hash functions; two sets become
-/// candidates when all `rows` minima of some band agree. A pair with Jaccard
-/// similarity s is a candidate with probability 1 − (1 − s^rows)^bands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(into = "String", try_from = "String")]
-pub struct MinHashPlan {
-    pub bands: u32,
-    pub rows: u32,
-}
-
-impl Default for MinHashPlan {
-    fn default() -> Self {
-        MinHashPlan { bands: 32, rows: 4 }
-    }
-}
-
-/// A strong 64-bit mixer (splitmix64's finaliser): each MinHash function is
-/// this mixer applied to the term hash XOR the function's seed.
-#[inline]
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-impl MinHashPlan {
-    pub fn new(bands: u32, rows: u32) -> Result<MinHashPlan, String> {
-        if bands == 0 || rows == 0 || bands.saturating_mul(rows) > MAX_PERMUTATIONS {
-            return Err(format!(
-                "MinHash plan {bands}x{rows} is invalid: bands and rows must be positive with bands × rows <= {MAX_PERMUTATIONS}"
-            ));
-        }
-        Ok(MinHashPlan { bands, rows })
-    }
-
-    /// Probability that a pair with Jaccard similarity `s` becomes a candidate.
-    pub fn candidate_probability(&self, s: f64) -> f64 {
-        1.0 - (1.0 - s.powi(self.rows as i32)).powi(self.bands as i32)
-    }
-
-    /// A hasher for this plan: its hash functions' seeds are made once and
-    /// serve every set it is given.
-    pub fn hasher(&self) -> MinHasher {
-        let n = (self.bands * self.rows) as usize;
-        MinHasher {
-            rows: self.rows as usize,
-            seeds: (0..n as u64).map(|i| mix(i.wrapping_add(0x6d69_6e68_6173_6831))).collect(),
-            minima: Vec::with_capacity(n),
-        }
-    }
-
-    /// The MinHash signature of a set: one minimum per hash function.
-    pub fn signature(&self, set: &[u64]) -> Vec<u64> {
-        self.hasher().signature(set).to_vec()
-    }
-
-    /// `(band, key)` of a non-empty set in every band.
-    pub fn keys(&self, set: &[u64]) -> Vec<(u32, u64)> {
-        self.hasher().keys(set).collect()
-    }
-}
-
-/// MinHash of one plan, applied set after set.
-pub struct MinHasher {
-    rows: usize,
-    seeds: Vec<u64>,
-    minima: Vec<u64>,
-}
-
-impl MinHasher {
-    /// The MinHash signature of a set: one minimum per hash function.
-    pub fn signature(&mut self, set: &[u64]) -> &[u64] {
-        self.minima.clear();
-        self.minima.resize(self.seeds.len(), u64::MAX);
-        for &term in set {
-            for (m, seed) in self.minima.iter_mut().zip(&self.seeds) {
-                let h = mix(term ^ seed);
-                if h < *m {
-                    *m = h;
-                }
-            }
-        }
-        &self.minima
-    }
-
-    /// `(band, key)` of a non-empty set in every band: the key hashes the
-    /// band's `rows` minima.
-    pub fn keys(&mut self, set: &[u64]) -> impl Iterator<Item = (u32, u64)> + '_ {
-        let rows = self.rows;
-        self.signature(set)
-            .chunks(rows)
-            .enumerate()
-            .map(|(band, minima)| (band as u32, minima.iter().fold(band as u64, |acc, &m| mix(acc ^ m).wrapping_add(m))))
-    }
-}
-
-impl FromStr for MinHashPlan {
-    type Err = String;
-    fn from_str(s: &str) -> Result<MinHashPlan, String> {
-        let (b, r) = s.split_once('x').ok_or_else(|| format!("MinHash plan '{s}' must be BANDSxROWS, e.g. 32x4"))?;
-        let parse = |v: &str| v.parse::<u32>().map_err(|_| format!("MinHash plan '{s}' must be BANDSxROWS, e.g. 32x4"));
-        MinHashPlan::new(parse(b)?, parse(r)?)
-    }
-}
-
-impl fmt::Display for MinHashPlan {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}x{}", self.bands, self.rows)
-    }
-}
-
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,38 +199,4 @@ mod tests {
         }
     }
 
-    #[test]
-    fn minhash_estimates_jaccard_and_bands_find_similar_sets() {
-        let plan = MinHashPlan::new(32, 4).unwrap();
-        let a: Vec<u64> = (0..400).map(|i| mix(i)).collect();
-        // b shares 300 of a's 400 terms and adds 100: Jaccard 300 / 500 = 0.6.
-        let mut b: Vec<u64> = a[..300].to_vec();
-        b.extend((1000..1100).map(mix));
-        let (mut a, mut b) = (a, b);
-        a.sort_unstable();
-        b.sort_unstable();
-        assert!((jaccard(&a, &b) - 0.6).abs() < 1e-12);
-        let (sa, sb) = (plan.signature(&a), plan.signature(&b));
-        let agree = sa.iter().zip(&sb).filter(|(x, y)| x == y).count() as f64 / sa.len() as f64;
-        assert!((agree - 0.6).abs() < 0.15, "MinHash estimate {agree} for Jaccard 0.6");
-        let (ka, kb) = (plan.keys(&a), plan.keys(&b));
-        assert!(ka.iter().zip(&kb).any(|(x, y)| x == y), "a Jaccard-0.6 pair shares a band");
-        // Unrelated sets share no band.
-        let c: Vec<u64> = (5000..5400).map(mix).collect();
-        assert!(!ka.iter().zip(&plan.keys(&c)).any(|(x, y)| x == y));
-        // The key does not depend on the order of the set's elements.
-        let mut shuffled = a.clone();
-        shuffled.reverse();
-        assert_eq!(plan.keys(&shuffled), ka);
-        assert!((plan.candidate_probability(0.6) - 0.989).abs() < 0.001);
-    }
-
-    #[test]
-    fn minhash_plans_parse_and_are_bounded() {
-        assert_eq!("32x4".parse::<MinHashPlan>(), Ok(MinHashPlan { bands: 32, rows: 4 }));
-        assert_eq!(MinHashPlan::default().to_string(), "32x4");
-        for bad in ["32", "0x4", "64x64", "ax4"] {
-            assert!(bad.parse::<MinHashPlan>().is_err(), "{bad}");
-        }
-    }
 }

@@ -363,6 +363,274 @@ fn the_cron_example_runs_nights_and_stops_on_bad_input() {
     assert_eq!(attempts, 1, "bad input is not retried:\n{}", stderr(&o));
 }
 
+/// Every row of a store's committed runs and segments, sorted (compaction
+/// moves rows between files and changes their order, never their content).
+fn stored_content(store: &Path) -> Vec<String> {
+    let mut rows = Vec::new();
+    for kind in ["runs", "segments"] {
+        let Ok(entries) = std::fs::read_dir(store.join(kind)) else { continue };
+        for entry in entries {
+            let folder = entry.unwrap().path();
+            if !folder.join("_SUCCESS").exists() {
+                continue;
+            }
+            let batches = read_dir(&folder);
+            let cols = ["source", "id", "representative_source", "representative_id", "representative_run", "run"];
+            let values: Vec<Vec<String>> = cols.iter().map(|c| strings(&batches, c)).collect();
+            let hashes = u64s(&batches, "simhash");
+            for (i, h) in hashes.iter().enumerate() {
+                rows.push(format!("{} {h:?}", values.iter().map(|v| v[i].as_str()).collect::<Vec<_>>().join(" ")));
+            }
+        }
+    }
+    rows.sort();
+    rows
+}
+
+fn store_info(store: &Path) -> serde_json::Value {
+    serde_json::from_str(&ok(&neardup(&["store", "info", "--store", store.to_str().unwrap(), "--json"]))).unwrap()
+}
+
+/// The files of a night's outputs that must not depend on the store's layout.
+fn night_files(store: &Path, reports: &Path, night: &str) -> Vec<Vec<u8>> {
+    let run = store.join(format!("runs/run={night}/part-00000.parquet"));
+    let report = reports.join(night);
+    [run, report.join("pairs/part-00000.parquet"), report.join("clusters/part-00000.parquet")]
+        .iter()
+        .map(|f| std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display())))
+        .collect()
+}
+
+#[test]
+fn compaction_gives_the_same_next_night() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let (plain, compacted) = (dir.path().join("plain"), dir.path().join("compacted"));
+    for base in [&plain, &compacted] {
+        for n in &NIGHTS[..2] {
+            ok(&night(dir.path(), base.join("store").to_str().unwrap(), n, base.join("reports").to_str().unwrap(), &[]));
+        }
+    }
+    let store = compacted.join("store");
+    let before = stored_content(&store);
+    // The newest run stays on its own: two runs leave nothing to merge.
+    let o = ok(&neardup(&["store", "compact", "--store", store.to_str().unwrap()]));
+    assert!(o.contains("nothing to compact"), "{o}");
+    let done: serde_json::Value =
+        serde_json::from_str(&ok(&neardup(&["store", "compact", "--store", store.to_str().unwrap(), "--all", "--json"]))).unwrap();
+    assert_eq!(done["segment"], NIGHTS[1], "{done}");
+    assert_eq!(done["merged"].as_array().unwrap().len(), 2);
+    assert!(!store.join("runs").join(format!("run={}", NIGHTS[0])).exists(), "merged runs are deleted");
+    assert_eq!(stored_content(&store), before, "compaction moves rows, it changes none");
+    let info = store_info(&store);
+    assert_eq!(info["segments"].as_array().unwrap().len(), 1);
+    assert_eq!(info["runs"].as_array().unwrap().len(), 0);
+    assert_eq!(info["documents"].as_u64().unwrap(), before.len() as u64);
+    assert_eq!(info["manifest"]["format"], 2);
+    assert!(info["lease"].is_null(), "the lease is given back");
+    let text = ok(&neardup(&["store", "info", "--store", store.to_str().unwrap()]));
+    assert!(text.contains(&format!("segments/seg={}", NIGHTS[1])) && text.contains("idf model  xxh3:"), "{text}");
+    // Idempotent: a second compaction has nothing to do.
+    let o = ok(&neardup(&["store", "compact", "--store", store.to_str().unwrap(), "--all"]));
+    assert!(o.contains("nothing to compact"), "{o}");
+
+    // The next night is the same, byte for byte, with or without compaction.
+    for base in [&plain, &compacted] {
+        ok(&night(dir.path(), base.join("store").to_str().unwrap(), NIGHTS[2], base.join("reports").to_str().unwrap(), &[]));
+    }
+    assert!(
+        night_files(&plain.join("store"), &plain.join("reports"), NIGHTS[2])
+            == night_files(&store, &compacted.join("reports"), NIGHTS[2]),
+        "the night after a compaction differs"
+    );
+    let s = summary(&compacted.join("reports").join(NIGHTS[2]));
+    assert_eq!(s["store"]["earlier_runs"], 2);
+    // A compacted run can no longer be rerun.
+    let o = night(dir.path(), store.to_str().unwrap(), NIGHTS[1], compacted.join("reports").to_str().unwrap(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a compacted run cannot be replaced"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_killed_compaction_leaves_a_store_that_a_rerun_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    for n in NIGHTS {
+        ok(&night(dir.path(), s, n, r, &[]));
+    }
+    let before = stored_content(&store);
+    for delay_ms in [5, 20, 50, 90, 150, 250] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .args(["store", "compact", "--store", s])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        child.wait().unwrap();
+        // Whatever the moment, the store reads as all its rows, once.
+        assert_eq!(stored_content_visible(&store), before, "after a kill at {delay_ms} ms");
+    }
+    ok(&neardup(&["store", "compact", "--store", s]));
+    let info = store_info(&store);
+    assert_eq!(info["segments"].as_array().unwrap().len(), 1, "{info}");
+    assert_eq!(info["runs"].as_array().unwrap().len(), 1, "the newest run stays on its own: {info}");
+    assert_eq!(stored_content(&store), before);
+}
+
+/// The rows a reader sees: committed runs and segments less those a
+/// segment covers (what `store info` lists).
+fn stored_content_visible(store: &Path) -> Vec<String> {
+    let info = store_info(store);
+    let mut rows = Vec::new();
+    for part in info["segments"].as_array().unwrap().iter().chain(info["runs"].as_array().unwrap()) {
+        let batches = read_dir(&store.join(part["folder"].as_str().unwrap()));
+        let cols = ["source", "id", "representative_source", "representative_id", "representative_run", "run"];
+        let values: Vec<Vec<String>> = cols.iter().map(|c| strings(&batches, c)).collect();
+        for (i, h) in u64s(&batches, "simhash").iter().enumerate() {
+            rows.push(format!("{} {h:?}", values.iter().map(|v| v[i].as_str()).collect::<Vec<_>>().join(" ")));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+/// Write a lease into `store` as another process would have left it.
+fn plant_lease(store: &Path, holder: &str, host: &str, pid: u32, expires_in: i64) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let lease = serde_json::json!({
+        "holder": holder, "host": host, "pid": pid, "nonce": "planted", "acquired": now - 60, "expires": now + expires_in
+    });
+    std::fs::create_dir_all(store).unwrap();
+    std::fs::write(store.join("_lease.json"), serde_json::to_vec(&lease).unwrap()).unwrap();
+}
+
+fn this_host() -> String {
+    std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "unknown".into())
+}
+
+#[test]
+fn a_held_store_turns_a_second_run_away_and_a_stale_lease_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    ok(&night(dir.path(), s, NIGHTS[0], r, &[]));
+    // Held by a live process (this test) of this host: exit 1, naming the holder.
+    plant_lease(&store, "run '2026-11-01-slow'", &this_host(), std::process::id(), 600);
+    let o = night(dir.path(), s, NIGHTS[1], r, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is held by run '2026-11-01-slow'"), "{}", stderr(&o));
+    assert!(!store.join(format!("runs/run={}", NIGHTS[1])).exists() && !reports.join(NIGHTS[1]).exists());
+    let o = neardup(&["store", "compact", "--store", s]);
+    assert_eq!(o.status.code(), Some(1), "a compaction waits its turn too: {}", stderr(&o));
+    assert_eq!(store_info(&store)["lease"]["holder"], "run '2026-11-01-slow'");
+    // Held by another host, past its expiry: taken over.
+    plant_lease(&store, "run 'x'", "another-host", 1, -5);
+    ok(&night(dir.path(), s, NIGHTS[1], r, &[]));
+    assert!(!store.join("_lease.json").exists(), "the lease is given back");
+    // Held by a process of this host that no longer runs (killed): taken over at once.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    plant_lease(&store, "run 'y'", &this_host(), pid, 600);
+    ok(&night(dir.path(), s, NIGHTS[2], r, &[]));
+}
+
+#[test]
+fn two_nights_at_once_never_corrupt_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let reference = dir.path().join("reference");
+    let (rs, rr) = (reference.join("store"), reference.join("reports"));
+    for n in &NIGHTS[..2] {
+        ok(&night(dir.path(), rs.to_str().unwrap(), n, rr.to_str().unwrap(), &[]));
+    }
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    ok(&night(dir.path(), s, NIGHTS[0], r, &[]));
+    // An orchestrator's retry overlapping a slow night, and a compaction
+    // beside them: each either finishes or exits 1 naming the holder.
+    for round in 0..3 {
+        let input = format!("crawl={}/drops/{{run_id}}/", dir.path().display());
+        let output = format!("{r}/{{run_id}}");
+        let spawn = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_neardup")).args(args).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
+        let night_args = ["dedup", "-q", "-i", &input, "--store", s, "--run-id", NIGHTS[1], "-o", &output];
+        let children = vec![spawn(&night_args), spawn(&night_args), spawn(&["store", "compact", "--store", s])];
+        let mut finished = 0;
+        for child in children {
+            let o = child.wait_with_output().unwrap();
+            match o.status.code() {
+                Some(0) => finished += 1,
+                Some(1) => assert!(stderr(&o).contains("is held by"), "round {round}: {}", stderr(&o)),
+                other => panic!("round {round}: exit {other:?}: {}", stderr(&o)),
+            }
+        }
+        assert!(finished >= 1, "round {round}: one of them ran");
+        assert!(!store.join("_lease.json").exists(), "round {round}: the lease is given back");
+    }
+    ok(&night(dir.path(), s, NIGHTS[1], r, &[]));
+    assert_eq!(stored_content(&store), stored_content(&rs), "the store holds what uninterrupted nights hold");
+    assert_eq!(pairs(&reports.join(NIGHTS[1])), pairs(&rr.join(NIGHTS[1])));
+}
+
+#[test]
+fn a_store_of_the_first_layout_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    ok(&night(dir.path(), s, NIGHTS[0], r, &[]));
+    let manifest = store.join("store.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    m["format"] = 1.into();
+    m["neardup_version"] = "0.0.9".into();
+    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+    let o = night(dir.path(), s, NIGHTS[1], r, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("layout 1") && err.contains("start a new store") && err.contains("neardup 0.0.9"), "{err}");
+    let o = neardup(&["store", "compact", "--store", s]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn a_night_reads_the_store_by_its_keys_and_reports_what_it_read() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    for n in NIGHTS {
+        ok(&night(dir.path(), s, n, r, &[]));
+    }
+    let first = summary(&reports.join(NIGHTS[0]));
+    assert_eq!(first["store"]["read"]["store_bytes"], 0, "a first night reads no store");
+    let last = summary(&reports.join(NIGHTS[2]));
+    let read = &last["store"]["read"];
+    let (store_bytes, probe, fetch) =
+        (read["store_bytes"].as_u64().unwrap(), read["probe_bytes"].as_u64().unwrap(), read["fetch_bytes"].as_u64().unwrap());
+    assert!(store_bytes > 0 && probe > 0 && fetch > 0, "{read}");
+    assert!(probe < store_bytes, "the probe reads the compact columns only: {read}");
+    assert_eq!(read["fetch_objects"], 2, "{read}");
+    assert!(read["touched_fingerprints"].as_u64().unwrap() > 0 && read["fetched_rows"].as_u64().unwrap() >= read["touched_fingerprints"].as_u64().unwrap(), "{read}");
+    for stage in ["probe_ms", "fetch_ms", "already_stored_ms"] {
+        assert!(read[stage].is_u64(), "{stage}: {read}");
+    }
+    // Each run is sorted by fingerprint (documents without terms last).
+    let batches = read_dir(&store.join(format!("runs/run={}", NIGHTS[1])));
+    let hashes: Vec<u64> = u64s(&batches, "simhash").into_iter().flatten().collect();
+    assert!(hashes.windows(2).all(|w| w[0] <= w[1]), "runs are sorted by simhash");
+    assert_eq!(u64s(&batches, "doc_key").iter().flatten().count(), hashes.len() + u64s(&batches, "simhash").iter().filter(|h| h.is_none()).count());
+}
+
 /// The soak test (opt-in: `NEARDUP_SOAK=1 cargo test --test nightly soak -- --nocapture`;
 /// NEARDUP_SOAK_DOCS sets the posts per night, default 2,000): thirty nights
 /// over consecutive slices of `weibo_reposts` (38,254 identical reposts and

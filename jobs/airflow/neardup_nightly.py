@@ -42,8 +42,40 @@ JOB = "/opt/neardup/jobs/nightly.toml"
 # (For a report in object storage, read summary.json with the provider's hook
 # instead, e.g. S3Hook().read_key.)
 REPORTS = "/data/neardup/reports"
+# The store the job file names (for the weekly compaction).
+STORE = "/data/neardup/store"
 
 log = logging.getLogger(__name__)
+
+
+def run_neardup(cmd: list[str], what: str) -> None:
+    """Run neardup, its JSON lines into the task log; map its exit code to Airflow's retry rules."""
+    log.info("running %s", " ".join(cmd))
+    last = deque(maxlen=20)
+    # neardup's JSON lines (standard error) go to the task log as they come.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            log.info("%s", line)
+            last.append(line)
+        rc = proc.wait()
+    except BaseException:
+        # The task was killed or timed out: stop neardup too.
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        raise
+    if rc == 0:
+        return
+    tail = "\n".join(last)
+    if rc == 2:
+        raise AirflowFailException(f"{what}: bad input or configuration (exit code 2); not retried\n{tail}")
+    cause = f"killed by signal {-rc}" if rc < 0 else f"exit code {rc}"
+    raise AirflowException(f"{what} failed ({cause}); retried while tries remain\n{tail}")
+
 
 
 @dag(
@@ -67,34 +99,8 @@ def neardup_nightly():
     @task(execution_timeout=timedelta(hours=6))
     def run(ds: str | None = None) -> str:
         """Run `neardup run JOB --run-id {{ ds }} --log-format json`; return the run id."""
-        cmd = [NEARDUP, "run", JOB, "--run-id", ds, "--log-format", "json"]
-        log.info("running %s", " ".join(cmd))
-        last = deque(maxlen=20)
-        # neardup's JSON lines (standard error) go to the task log as they come.
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            for line in proc.stdout:
-                line = line.rstrip("\n")
-                log.info("%s", line)
-                last.append(line)
-            rc = proc.wait()
-        except BaseException:
-            # The task was killed or timed out: stop neardup too.
-            proc.terminate()
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            raise
-        if rc == 0:
-            return ds
-        tail = "\n".join(last)
-        if rc == 2:
-            raise AirflowFailException(
-                f"neardup run {ds}: bad input or configuration (exit code 2); not retried\n{tail}"
-            )
-        what = f"killed by signal {-rc}" if rc < 0 else f"exit code {rc}"
-        raise AirflowException(f"neardup run {ds} failed ({what}); retried while tries remain\n{tail}")
+        run_neardup([NEARDUP, "run", JOB, "--run-id", ds, "--log-format", "json"], f"neardup run {ds}")
+        return ds
 
     @task
     def check_report(run_id: str, ti=None) -> int:
@@ -140,3 +146,25 @@ def neardup_nightly():
 
 
 neardup_nightly()
+
+
+@dag(
+    dag_id="neardup_compact",
+    schedule="30 4 * * 0",
+    start_date=pendulum.datetime(2026, 11, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    # A night still running holds the store's lease: the compaction exits 1 and is retried later.
+    default_args={"retries": 3, "retry_delay": timedelta(minutes=5), "retry_exponential_backoff": True},
+    tags=["neardup"],
+)
+def neardup_compact():
+    @task(execution_timeout=timedelta(hours=6))
+    def compact() -> None:
+        """Merge the store's nightly partitions into one segment (`neardup store compact`)."""
+        run_neardup([NEARDUP, "store", "compact", "--store", STORE], f"neardup store compact {STORE}")
+
+    compact()
+
+
+neardup_compact()

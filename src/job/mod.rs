@@ -5,8 +5,9 @@ mod config;
 mod nightly;
 mod runner;
 pub mod sql;
+pub mod store;
 mod summary;
 
 pub use config::{check_run_id, Candidates, DuplicateIds, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
 pub use runner::{run_dedup, run_fingerprint, run_pairs, LogFormat, PairsSpec, RunOptions};
-pub use summary::{FingerprintSettings, StoreSummary, Summary};
+pub use summary::{FingerprintSettings, StoreReads, StoreSummary, Summary};

@@ -6,7 +6,8 @@
 //! ```text
 //! STORE/store.json                     settings, IDF model, keep rule (written once)
 //! STORE/idf/model.parquet              the frozen IDF model (hash, term, df)
-//! STORE/runs/run=ID/part-00000.parquet the run's documents: fingerprints, term sets, representatives
+//! STORE/runs/run=ID/part-00000.parquet the run's documents, sorted by fingerprint: fingerprints,
+//!                                      MinHash band keys, term sets, representatives
 //! STORE/runs/run=ID/_SUCCESS           written last: a run without it does not exist
 //! ```
 //!
@@ -17,21 +18,40 @@
 //! (sql/94_store_run.sql), then commits its partition, and only then the
 //! night's report. Rerunning an id recomputes the same partition from the
 //! same earlier runs and replaces it: a retried run never duplicates entries.
+//!
+//! What a night costs per stored document is one sequential read of its
+//! compact columns (`doc_key`, `simhash`, `minhash`): the probe
+//! (sql/89_store_probe.sql) finds the stored fingerprints tonight touches,
+//! and only their rows are fetched, page by page through the page index
+//! ([`crate::storage::fetch`]). Nothing stored is recomputed or rewritten.
 
+use std::ops::Not;
 use std::sync::Arc;
 
+use datafusion::arrow::array::Array;
 use datafusion::prelude::SessionContext;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde::{Deserialize, Serialize};
 
 use super::config::{JobSpec, KeepRule, StoreOptions};
-use super::runner::{collect, column_u64, eligible_without, near_pairs, scalar_u64, seal, strings, FileMetadata, Progress};
+use super::runner::{
+    collect, collect_measured, column_u64, documents_parquet, eligible_without, near_pairs, scalar_u64, seal, strings,
+    write_batches, FileMetadata, Progress,
+};
 use super::sql::{self, render};
-use super::summary::{content_identity, BandPlanSummary, FingerprintSettings, StoreSummary, Summary};
+use super::summary::{content_identity, BandPlanSummary, FingerprintSettings, StoreReads, StoreSummary, Summary};
 use crate::cluster::components;
 use crate::error::{Error, Result};
+use crate::join::BandPlan;
+use crate::minhash::MinHashPlan;
+use crate::storage::fetch::rows_by_key;
 use crate::storage::{literal, local_path, locate, read_object, register_parquet, register_parquet_files, OutputDir};
+
+/// The store layout this version writes and reads. Layout 1 (before the
+/// store kept MinHash keys, `doc_key` and fingerprint order) is refused
+/// with a message: its runs cannot be probed without recomputing them.
+pub const STORE_FORMAT: u32 = 2;
 
 /// `store.json`: what every run of a store shares.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +63,9 @@ pub struct Manifest {
     pub idf_model: String,
     pub idf_n_docs: u64,
     pub keep: String,
+    /// The MinHash plan of the runs' `minhash` keys (none: SimHash only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minhash: Option<MinHashPlan>,
     /// The run that created the store.
     pub created_by_run: String,
     pub neardup_version: String,
@@ -54,8 +77,12 @@ pub struct StoreRun {
     url: String,
     pub run_id: String,
     pub manifest: Option<Manifest>,
-    /// Committed runs with smaller ids, in order.
+    /// Committed runs with smaller ids that no segment holds, in order.
     pub earlier: Vec<String>,
+    /// Compacted segments (each holds runs with smaller ids only).
+    segments: Vec<super::store::Segment>,
+    /// This run's MinHash plan (none: SimHash candidates only).
+    minhash: Option<MinHashPlan>,
     store: Arc<dyn ObjectStore>,
     root: ObjectPath,
 }
@@ -81,6 +108,7 @@ impl StoreRun {
         options: &StoreOptions,
         settings: &FingerprintSettings,
         keep: &KeepRule,
+        minhash: Option<MinHashPlan>,
         idf_model: Option<&str>,
     ) -> Result<StoreRun> {
         let url = options.url.trim_end_matches('/').to_string();
@@ -97,8 +125,19 @@ impl StoreRun {
             Err(object_store::Error::NotFound { .. }) => None,
             Err(e) => return Err(crate::storage::store_failure(format!("cannot read '{url}/store.json'"), &e)),
         };
-        let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), store, root };
+        let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), segments: Vec::new(), minhash, store, root };
         if let Some(m) = &run.manifest {
+            check_format(&run.url, m)?;
+            if m.minhash != minhash {
+                let name = |p: Option<MinHashPlan>| p.map_or("none (SimHash candidates only)".to_string(), |p| p.to_string());
+                return Err(Error::input(format!(
+                    "store '{}' keeps MinHash keys of plan {}, this run asks for {}: use the store's --candidates \
+                     and --minhash, or start a new store",
+                    run.url,
+                    name(m.minhash),
+                    name(minhash)
+                )));
+            }
             if m.settings != *settings {
                 return Err(Error::input(format!(
                     "store '{}' holds fingerprints made with other settings ({}): they cannot be compared. \
@@ -127,40 +166,28 @@ impl StoreRun {
         }
         let missing = local_path(&run.url).is_some_and(|p| !p.exists());
         if !missing {
-            run.earlier = run.committed_runs().await?.into_iter().filter(|id| *id < run.run_id).collect();
+            let layout = super::store::read_layout(run.store.as_ref(), &run.root, &run.url).await?;
+            if let Some(s) = layout.segments.iter().find(|s| s.runs.iter().any(|r| *r >= run.run_id)) {
+                return Err(Error::input(format!(
+                    "store '{}': segment '{}' holds runs up to '{}', so run '{}' cannot be run (again) now: \
+                     a compacted run cannot be replaced, and a run must come after every compacted one. \
+                     Use a later run id",
+                    run.url,
+                    s.id,
+                    s.runs.last().cloned().unwrap_or_default(),
+                    run.run_id
+                )));
+            }
+            run.earlier = layout.runs.into_iter().filter(|id| *id < run.run_id).collect();
+            run.segments = layout.segments;
         }
-        if run.manifest.is_none() && !run.earlier.is_empty() {
+        if run.manifest.is_none() && !(run.earlier.is_empty() && run.segments.is_empty()) {
             return Err(Error::input(format!(
                 "'{}' has runs but no store.json: it is damaged or not a neardup store",
                 run.url
             )));
         }
         Ok(run)
-    }
-
-    /// Ids of every committed run (a `_SUCCESS` under `runs/run=ID/`).
-    async fn committed_runs(&self) -> Result<Vec<String>> {
-        use futures::TryStreamExt;
-        let prefix = self.root.clone().join("runs");
-        let objects: Vec<_> = self
-            .store
-            .list(Some(&prefix))
-            .try_collect()
-            .await
-            .map_err(|e| crate::storage::store_failure(format!("cannot list the runs of store '{}'", self.url), &e))?;
-        let depth = prefix.parts().count();
-        let mut ids: Vec<String> = objects
-            .iter()
-            .filter_map(|m| {
-                let parts: Vec<_> = m.location.parts().skip(depth).map(|p| p.as_ref().to_string()).collect();
-                match parts.as_slice() {
-                    [dir, file] if file == "_SUCCESS" => dir.strip_prefix("run=").map(str::to_string),
-                    _ => None,
-                }
-            })
-            .collect();
-        ids.sort();
-        Ok(ids)
     }
 
     pub fn url(&self) -> &str {
@@ -176,14 +203,90 @@ impl StoreRun {
         format!("{}/runs/run={id}", self.url)
     }
 
-    /// Register the earlier runs as table `stored` (nothing when there are none).
+    /// The data files of the earlier runs: segments, then runs.
+    fn earlier_files(&self) -> Vec<String> {
+        let layout = super::store::Layout { segments: self.segments.clone(), runs: self.earlier.clone(), hidden: Vec::new() };
+        layout.files(&self.url)
+    }
+
+    /// Whether there is nothing stored before this run.
+    pub fn is_first(&self) -> bool {
+        self.earlier.is_empty() && self.segments.is_empty()
+    }
+
+    /// Earlier runs, compacted or not.
+    pub fn earlier_runs(&self) -> u64 {
+        (self.earlier.len() + self.segments.iter().map(|s| s.runs.len()).sum::<usize>()) as u64
+    }
+
+    /// Register the earlier runs as table `stored_runs` (nothing when there
+    /// are none): read by their compact columns only.
     pub async fn register_earlier(&self, ctx: &SessionContext) -> Result<()> {
-        if self.earlier.is_empty() {
+        if self.is_first() {
             return Ok(());
         }
-        let files: Vec<String> = self.earlier.iter().map(|id| format!("{}/part-00000.parquet", self.run_url(id))).collect();
-        register_parquet_files(ctx, "stored", &files).await?;
+        register_parquet_files(ctx, "stored_runs", &self.earlier_files()).await?;
         Ok(())
+    }
+
+    /// Bytes of the earlier runs' data files.
+    async fn earlier_bytes(&self, ctx: &SessionContext) -> Result<u64> {
+        let mut total = 0;
+        for file in self.earlier_files() {
+            let (store, path) = locate(ctx, &file)?;
+            total += store
+                .head(&path)
+                .await
+                .map_err(|e| crate::storage::store_failure(format!("cannot read '{file}'"), &e))?
+                .size;
+        }
+        Ok(total)
+    }
+
+    /// The input documents (view `documents_input`) that an earlier run
+    /// already holds, as `(source, id)`: found by the 8-byte `doc_key` of
+    /// every stored row, then confirmed on the rows fetched for them.
+    pub async fn already_stored(&self, ctx: &SessionContext) -> Result<(Vec<(String, String)>, StoreReads)> {
+        let mut reads = StoreReads::default();
+        if self.is_first() {
+            return Ok((Vec::new(), reads));
+        }
+        let started = std::time::Instant::now();
+        let (batches, scanned) = collect_measured(
+            ctx,
+            "SELECT DISTINCT s.simhash FROM stored_runs s \
+             WHERE s.doc_key IN (SELECT hash64(source || chr(0) || id) FROM documents_input)",
+        )
+        .await?;
+        reads.probe_bytes += scanned;
+        let mut wanted = Vec::new();
+        let mut nulls = false;
+        for b in &batches {
+            let s = column_u64(b, 0)?;
+            nulls |= s.null_count() > 0;
+            wanted.extend(s.iter().flatten());
+        }
+        let mut found = Vec::new();
+        if !wanted.is_empty() || nulls {
+            wanted.sort_unstable();
+            let (rows, _, fetched) = rows_by_key(ctx, &self.earlier_files(), "simhash", &wanted, nulls).await?;
+            reads.fetch_bytes += fetched.bytes;
+            reads.fetch_objects += fetched.objects;
+            let mut stored = std::collections::HashSet::new();
+            for b in &rows {
+                let (sources, ids) = (strings(b, b.schema().index_of("source")?)?, strings(b, b.schema().index_of("id")?)?);
+                stored.extend(sources.into_iter().zip(ids));
+            }
+            for b in &collect(ctx, "SELECT source, id FROM documents_input").await? {
+                for pair in strings(b, 0)?.into_iter().zip(strings(b, 1)?) {
+                    if stored.contains(&pair) {
+                        found.push(pair);
+                    }
+                }
+            }
+        }
+        reads.already_stored_ms = started.elapsed().as_millis() as u64;
+        Ok((found, reads))
     }
 
     /// Freeze the IDF model at `model` (a work file, or the model the run
@@ -200,11 +303,12 @@ impl StoreRun {
             None => "none".into(),
         };
         let manifest = Manifest {
-            format: 1,
+            format: STORE_FORMAT,
             settings: settings.clone(),
             idf_model,
             idf_n_docs: n_docs,
             keep: keep.to_string(),
+            minhash: self.minhash,
             created_by_run: self.run_id.clone(),
             neardup_version: env!("CARGO_PKG_VERSION").into(),
         };
@@ -229,24 +333,36 @@ impl StoreRun {
     }
 }
 
-/// Make `documents` the input documents that no earlier run holds; returns
-/// how many were skipped. The inputs are the view `documents_input`.
-pub async fn documents_not_stored(ctx: &SessionContext, store: &StoreRun) -> Result<u64> {
-    if store.earlier.is_empty() {
-        collect(ctx, "CREATE VIEW documents AS SELECT * FROM documents_input").await?;
-        return Ok(0);
+/// Refuse a store of another layout, saying what to do.
+pub fn check_format(url: &str, m: &Manifest) -> Result<()> {
+    if m.format == STORE_FORMAT {
+        return Ok(());
     }
+    Err(Error::input(format!(
+        "store '{url}' has layout {} but this neardup reads layout {STORE_FORMAT} (runs sorted by fingerprint, \
+         with MinHash keys and document keys, and compacted segments): start a new store with this version \
+         (a first night over the archive fills it), or keep running this store with neardup {}",
+        m.format, m.neardup_version
+    )))
+}
+
+/// Make `documents` the input documents (view `documents_input`) less
+/// those an earlier run holds (`already`, from [`StoreRun::already_stored`],
+/// kept in the work folder for the anti-join).
+pub async fn documents_not_stored(ctx: &SessionContext, out: &OutputDir, already: &[(String, String)]) -> Result<()> {
+    if already.is_empty() {
+        collect(ctx, "CREATE VIEW documents AS SELECT * FROM documents_input").await?;
+        return Ok(());
+    }
+    out.put("_work/already_stored.parquet", documents_parquet(already)?).await?;
+    register_parquet(ctx, "already_stored", &out.staged("_work/already_stored.parquet")).await?;
     collect(
         ctx,
         "CREATE VIEW documents AS SELECT * FROM documents_input d \
-         WHERE NOT EXISTS (SELECT 1 FROM stored s WHERE s.source = d.source AND s.id = d.id)",
+         WHERE NOT EXISTS (SELECT 1 FROM already_stored s WHERE s.source = d.source AND s.id = d.id)",
     )
     .await?;
-    scalar_u64(
-        ctx,
-        "SELECT count(*) FROM documents_input d WHERE EXISTS (SELECT 1 FROM stored s WHERE s.source = d.source AND s.id = d.id)",
-    )
-    .await
+    Ok(())
 }
 
 /// What the fingerprint stages leave for the store stages.
@@ -258,6 +374,105 @@ pub struct Night<'a> {
     pub model: Option<&'a str>,
     pub idf_n_docs: u64,
     pub already_stored: u64,
+    /// What finding the already stored documents read.
+    pub reads: StoreReads,
+    /// The store's lease, checked before the run is committed (none in tests of the stages alone).
+    pub lease: Option<&'a crate::storage::lease::Lease>,
+}
+
+/// Register `stored`: the earlier runs' rows of every stored fingerprint
+/// that tonight touches (sql/89_store_probe.sql), fetched by page into the
+/// work folder. Everything after reads the store through this table only.
+async fn fetch_touched(
+    ctx: &SessionContext,
+    store: &StoreRun,
+    join: &super::config::JoinOptions,
+    out: &OutputDir,
+    keep_key: &str,
+    reads: &mut StoreReads,
+) -> Result<()> {
+    if store.is_first() {
+        let statement = format!(
+            "CREATE VIEW stored AS SELECT source, id, simhash, n_terms, n_chars, term_set, minhash{keep_key}, \
+             source AS representative_source, id AS representative_id, CAST(NULL AS VARCHAR) AS representative_run, \
+             CAST(NULL AS VARCHAR) AS run FROM fingerprints WHERE false"
+        );
+        collect(ctx, &statement).await?;
+        return Ok(());
+    }
+    reads.store_bytes = store.earlier_bytes(ctx).await?;
+    let index_path = out.staged("_work/night_index.parquet");
+    let index = format!(
+        "COPY (SELECT simhash, minhash FROM fingerprints WHERE simhash IS NOT NULL) TO {} STORED AS PARQUET",
+        literal(&index_path)
+    );
+    collect(ctx, &index).await?;
+    let k = join.max_hamming;
+    let m = if join.candidates.simhash() {
+        let stored = scalar_u64(ctx, "SELECT count(*) FROM stored_runs").await?;
+        let plan = match join.blocks {
+            Some(m) => BandPlan::new(k, m),
+            None => BandPlan::auto(k, stored),
+        };
+        plan.map_err(Error::Input)?.m.to_string()
+    } else {
+        "NULL".into()
+    };
+    let mut touched: Vec<u64> = Vec::new();
+    let mut index = (index_path, m);
+    // Two passes at most. A fingerprint of tonight's whose term set is
+    // represented by a stored document (the first by source and id) has that
+    // document's MinHash keys in the check's statements, which tonight's own
+    // documents may not have: the second pass probes the store with those keys.
+    for pass in 0..2 {
+        // The index's cache key in night_partners: unique to this write of it.
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let version = format!("{}-{nanos}", std::process::id());
+        let started = std::time::Instant::now();
+        let statement = render(
+            sql::STORE_PROBE,
+            &[("index", &literal(&index.0)), ("version", &literal(&version)), ("k", &k.to_string()), ("m", &index.1)],
+        );
+        let (batches, scanned) = collect_measured(ctx, &statement).await?;
+        reads.probe_bytes += scanned;
+        reads.probe_ms += started.elapsed().as_millis() as u64;
+        for b in &batches {
+            touched.extend(column_u64(b, 0)?.iter().flatten());
+        }
+        touched.sort_unstable();
+        touched.dedup();
+
+        let started = std::time::Instant::now();
+        let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &touched, false).await?;
+        reads.fetch_bytes += fetched.bytes;
+        reads.fetch_objects += fetched.objects;
+        reads.fetched_rows = fetched.rows;
+        let schema = schema.ok_or_else(|| Error::runtime(format!("store '{}' has no readable runs", store.url)))?;
+        let name = format!("_work/stored-{pass}.parquet");
+        out.put(&name, write_batches(schema, &rows)?).await?;
+        let _ = ctx.deregister_table("stored");
+        register_parquet(ctx, "stored", &out.staged(&name)).await?;
+        reads.fetch_ms += started.elapsed().as_millis() as u64;
+        if pass == 1 || join.candidates.minhash().not() {
+            break;
+        }
+        let extra_path = out.staged("_work/night_index_stored.parquet");
+        let extra = format!(
+            "COPY (SELECT s.simhash, s.minhash FROM stored s \
+             WHERE s.simhash IN (SELECT simhash FROM fingerprints) \
+               AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.simhash = s.simhash AND f.minhash = s.minhash)) \
+             TO {} STORED AS PARQUET",
+            literal(&extra_path)
+        );
+        collect(ctx, &extra).await?;
+        register_parquet(ctx, "night_index_stored", &extra_path).await?;
+        if scalar_u64(ctx, "SELECT count(*) FROM night_index_stored").await? == 0 {
+            break;
+        }
+        index = (extra_path, "NULL".to_string());
+    }
+    reads.touched_fingerprints = touched.len() as u64;
+    Ok(())
 }
 
 /// The store stages: pairs with tonight's fingerprints, representatives,
@@ -268,19 +483,11 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
     let keep = night.keep;
     let k = join.max_hamming;
     let keep_key = if keep.column().is_some() { ", keep_key" } else { "" };
-    if store.earlier.is_empty() {
-        collect(
-            ctx,
-            &format!(
-                "CREATE VIEW stored AS SELECT source, id, simhash, n_terms, n_chars, term_set{keep_key}, \
-                 source AS representative_source, id AS representative_id, CAST(NULL AS VARCHAR) AS run \
-                 FROM fingerprints WHERE false"
-            ),
-        )
-        .await?;
-    }
     progress.begin("join", None);
-    let stored_documents = scalar_u64(ctx, "SELECT count(*) FROM stored").await?;
+    let stored_documents =
+        if store.is_first() { 0 } else { scalar_u64(ctx, "SELECT count(*) FROM stored_runs").await? };
+    let mut reads = night.reads.clone();
+    fetch_touched(ctx, store, join, out, keep_key, &mut reads).await?;
 
     let sets_path = out.staged("_work/term_sets.parquet");
     collect(ctx, &render(sql::STORE_TERM_SETS, &[("path", &literal(&sets_path))])).await?;
@@ -343,7 +550,7 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
             ],
         );
         collect(ctx, &statement).await?;
-        let meta = FileMetadata { settings: night.settings.clone(), idf_n_docs: Some(night.idf_n_docs), idf_model: Some(idf_model.clone()) };
+        let meta = FileMetadata { settings: night.settings.clone(), idf_n_docs: Some(night.idf_n_docs), idf_model: Some(idf_model.clone()), minhash: store.minhash };
         seal(ctx, &run_path, Some(&meta)).await?;
         register_parquet(ctx, "night", &run_path).await?;
         Ok::<_, Error>(meta)
@@ -394,16 +601,20 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
     let store_summary = StoreSummary {
         url: store.url.clone(),
         run_id: store.run_id.clone(),
-        earlier_runs: store.earlier.len() as u64,
+        earlier_runs: store.earlier_runs(),
         stored_documents,
         already_stored: night.already_stored,
         added,
         duplicates_of_stored: of_stored,
         idf_model,
         created,
+        read: reads,
     };
+    if let Some(lease) = night.lease {
+        lease.check_held().await?;
+    }
     run_out.commit(&serde_json::to_string_pretty(&store_summary).expect("summary serialises")).await?;
-    progress.done("store", format!("run '{}' committed: {added} documents added, {} earlier runs", store.run_id, store.earlier.len()));
+    progress.done("store", format!("run '{}' committed: {added} documents added, {} earlier runs", store.run_id, store.earlier_runs()));
 
     Ok(Summary {
         neardup_version: env!("CARGO_PKG_VERSION").into(),

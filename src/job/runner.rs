@@ -24,8 +24,10 @@ use super::summary::{BandPlanSummary, FingerprintSettings, IdfSummary, InputSumm
 use crate::cluster::components;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
+use crate::minhash::MinHashPlan;
 use crate::session::{context, EngineOptions};
 use crate::sets::Verify;
+use crate::storage::lease::Lease;
 use crate::storage::{copy_file, ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
 
 /// The Parquet key-value metadata key of neardup's tables, added to each
@@ -42,6 +44,9 @@ pub struct FileMetadata {
     /// Store runs: the digest of the store's frozen IDF model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idf_model: Option<String>,
+    /// The MinHash plan of the `minhash` column, when it holds band keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minhash: Option<MinHashPlan>,
 }
 
 impl FileMetadata {
@@ -167,6 +172,18 @@ pub(super) async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec
         );
     }
     Ok(df.collect().await?)
+}
+
+/// Run one statement and measure the bytes its Parquet scans read (0 when
+/// the engine does not report them, as on a cluster).
+pub(super) async fn collect_measured(ctx: &SessionContext, statement: &str) -> Result<(Vec<RecordBatch>, u64)> {
+    let plan = ctx.sql(statement).await?.create_physical_plan().await?;
+    let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx()).await?;
+    fn scanned(plan: &dyn datafusion::physical_plan::ExecutionPlan) -> u64 {
+        let own = plan.metrics().and_then(|m| m.sum_by_name("bytes_scanned")).map_or(0, |v| v.as_usize() as u64);
+        own + plan.children().into_iter().map(|c| scanned(c.as_ref())).sum::<u64>()
+    }
+    Ok((batches, scanned(plan.as_ref())))
 }
 
 pub(super) fn column_u64(batch: &RecordBatch, index: usize) -> Result<UInt64Array> {
@@ -463,22 +480,52 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
     if !with_join {
         return Err(Error::input("a store run finds pairs: use neardup dedup or neardup run with a [store] section"));
     }
+    // One writer at a time: a night holds the store's lease from before it
+    // reads the store until after it has committed (a dry run writes nothing).
+    let lease = match options.dry_run {
+        true => None,
+        false => {
+            crate::job::config::check_run_id(store_options.run_id.as_deref().unwrap_or_default())?;
+            let holder = format!("run '{}'", store_options.run_id.as_deref().unwrap_or_default());
+            Some(Lease::acquire(&ctx, &store_options.url, &holder).await?)
+        }
+    };
+    let result = store_night(&ctx, spec, options, store_options, &keep, progress, lease.as_ref()).await;
+    if let Some(lease) = lease {
+        lease.release().await;
+    }
+    result
+}
+
+/// A night against a store (under its lease, unless a dry run).
+async fn store_night(
+    ctx: &SessionContext,
+    spec: &JobSpec,
+    options: &RunOptions,
+    store_options: &crate::job::StoreOptions,
+    keep: &KeepRule,
+    mut progress: Progress,
+    lease: Option<&Lease>,
+) -> Result<Summary> {
     let settings = FingerprintSettings::of(&spec.fingerprint);
-    let mut store = StoreRun::open(&ctx, store_options, &settings, &keep, spec.fingerprint.idf_model.as_deref()).await?;
+    let minhash = spec.join.candidates.minhash().then_some(spec.join.minhash);
+    let mut store =
+        StoreRun::open(&ctx, store_options, &settings, &keep, minhash, spec.fingerprint.idf_model.as_deref()).await?;
     register_documents(&ctx, spec, &keep, "documents_input").await?;
     let dropped = match check_ids(&ctx, "documents_input", spec.columns.duplicate_ids).await {
         Ok(n) => n,
         Err(e) => return Err(name_bad_file(&ctx, spec, e).await),
     };
     store.register_earlier(&ctx).await?;
-    let already_stored = nightly::documents_not_stored(&ctx, &store).await?;
+    let (already, reads) = store.already_stored(&ctx).await?;
+    let already_stored = already.len() as u64;
     progress.done(
         "inputs",
         format!(
             "{} input(s) checked; store '{}': {} earlier run(s), {already_stored} input document(s) already stored",
             spec.inputs.len(),
             store.url(),
-            store.earlier.len()
+            store.earlier_runs()
         ),
     );
     // A store freezes its IDF model: every run after the first uses it.
@@ -492,7 +539,7 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
         summary.store = Some(crate::job::StoreSummary {
             url: store.url().to_string(),
             run_id: store.run_id.clone(),
-            earlier_runs: store.earlier.len() as u64,
+            earlier_runs: store.earlier_runs(),
             already_stored,
             idf_model: store.manifest.as_ref().map_or_else(|| "(created by this run)".into(), |m| m.idf_model.clone()),
             created: store.manifest.is_none(),
@@ -501,8 +548,10 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
         return Ok(summary);
     }
     let out = OutputDir::prepare(&ctx, &spec.output, overwrite).await?;
-    let result =
-        dedup_stages(&ctx, &run_spec, &keep, &out, &mut progress, true, Some((&mut store, already_stored))).await;
+    let result = match nightly::documents_not_stored(&ctx, &out, &already).await {
+        Ok(()) => dedup_stages(&ctx, &run_spec, &keep, &out, &mut progress, true, Some((&mut store, already_stored, reads, lease))).await,
+        Err(e) => Err(e),
+    };
     let result = match result {
         Err(e) => Err(name_bad_file(&ctx, spec, e).await),
         Ok(summary) => Ok(Summary { duplicate_ids_dropped: dropped, ..summary }),
@@ -517,7 +566,7 @@ async fn dedup_stages(
     out: &OutputDir,
     progress: &mut Progress,
     with_join: bool,
-    store: Option<(&mut StoreRun, u64)>,
+    store: Option<(&mut StoreRun, u64, crate::job::summary::StoreReads, Option<&Lease>)>,
 ) -> Result<Summary> {
     let fp = &spec.fingerprint;
     let settings = FingerprintSettings::of(fp);
@@ -575,7 +624,7 @@ async fn dedup_stages(
             Some(model) => (load_idf_model(ctx, model, &settings).await?, model.clone(), model.clone()),
             None => {
                 let df_path = out.staged("_work/corpus_df.parquet");
-                let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None };
+                let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None };
                 collect(ctx, &render(sql::CORPUS_DF, &[("path", &literal(&df_path))])).await?;
                 seal(ctx, &df_path, Some(&meta)).await?;
                 register_parquet(ctx, "corpus_df", &df_path).await?;
@@ -601,7 +650,8 @@ async fn dedup_stages(
         None => (("NULL".into(), "NULL".into()), "NULL".into()),
     };
     let fp_path = out.staged("fingerprints/part-00000.parquet");
-    let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf_summary.as_ref().map(|i| i.n_docs), idf_model: None };
+    let minhash = spec.join.candidates.minhash().then_some(spec.join.minhash);
+    let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf_summary.as_ref().map(|i| i.n_docs), idf_model: None, minhash };
     collect(
         ctx,
         &render(
@@ -613,6 +663,7 @@ async fn dedup_stages(
                 ("weighting", &literal(&fp.weighting.to_string())),
                 ("formula", &literal(fp.idf.as_str())),
                 ("top_k", &fp.top_k.map_or("NULL".to_string(), |k| k.to_string())),
+                ("minhash", &minhash_expression(minhash, "term_set")),
                 ("keep_key", keep_key),
                 ("path", &literal(&fp_path)),
             ],
@@ -623,7 +674,7 @@ async fn dedup_stages(
     register_parquet(ctx, "fingerprints", &fp_path).await?;
     progress.done("fingerprints", format!("weighting {}", fp.weighting));
 
-    let mut summary = if let Some((store, already_stored)) = store {
+    let mut summary = if let Some((store, already_stored, reads, lease)) = store {
         let df_location = model.as_ref().map(|_| idf_location.clone());
         let night = nightly::Night {
             spec,
@@ -632,6 +683,8 @@ async fn dedup_stages(
             model: df_location.as_deref(),
             idf_n_docs: idf_summary.as_ref().map_or(0, |i| i.n_docs),
             already_stored,
+            reads,
+            lease,
         };
         nightly::store_stages(ctx, store, night, out, progress).await?
     } else if with_join {
@@ -759,11 +812,22 @@ fn unconfirmed_copies(batches: &[RecordBatch], verify: Verify) -> Result<Vec<(St
 }
 
 /// `(source, id)` rows as Parquet.
-fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
+pub(super) fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
     let schema = Arc::new(Schema::new(vec![Field::new("source", DataType::Utf8, false), Field::new("id", DataType::Utf8, false)]));
     let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())));
     let ids: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())));
     write_parquet(schema, vec![sources, ids])
+}
+
+/// Record batches of one schema as an in-memory Parquet file.
+pub(super) fn write_batches(schema: SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+    let mut buffer = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), None)?;
+    for batch in batches {
+        writer.write(&RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?)?;
+    }
+    writer.close()?;
+    Ok(buffer)
 }
 
 /// One record batch as an in-memory Parquet file.
@@ -842,12 +906,9 @@ pub(super) async fn near_pairs(
         plan = Some(p);
     }
     if join.candidates.minhash() {
-        let mh = join.minhash;
         let path = out.staged("_work/candidates/minhash.parquet");
-        let statement =
-            render(minhash_sql, &[("path", &literal(&path)), ("bands", &mh.bands.to_string()), ("rows", &mh.rows.to_string())]);
-        collect(ctx, &statement).await?;
-        sources.push(format!("MinHash {mh}"));
+        collect(ctx, &render(minhash_sql, &[("path", &literal(&path))])).await?;
+        sources.push(format!("MinHash {}", join.minhash));
     }
     let candidates_path = out.staged("_work/candidates/");
     register_parquet(ctx, "candidates", &candidates_path).await?;
@@ -1014,6 +1075,15 @@ async fn dry_run(ctx: &SessionContext, spec: &JobSpec, with_join: bool, store: O
     })
 }
 
+/// The SQL of a `minhash` column: the band keys of the term set in column
+/// `set` with `plan`, or NULL without MinHash candidates.
+fn minhash_expression(plan: Option<MinHashPlan>, set: &str) -> String {
+    match plan {
+        Some(p) => format!("minhash_keys({set}, {}, {})", p.bands, p.rows),
+        None => "CAST(NULL AS BIGINT UNSIGNED[])".to_string(),
+    }
+}
+
 /// The summary's name of where candidates come from.
 pub(super) fn candidates_name(join: &JoinOptions) -> String {
     match join.candidates {
@@ -1057,8 +1127,23 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
             format!(", {} AS keep_key", ident(c))
         }
     };
+    // MinHash band keys: the file's own when made with this plan, else
+    // computed here, once per document.
+    let plan = spec.join.candidates.minhash().then_some(spec.join.minhash);
+    let stored_plan = parquet_key_values(&ctx, &input.url)
+        .await?
+        .iter()
+        .filter_map(|(_, kv)| serde_json::from_str::<FileMetadata>(kv.get(METADATA_KEY)?).ok())
+        .map(|m| m.minhash)
+        .reduce(|a, b| if a == b { a } else { None })
+        .flatten();
+    let minhash = if plan.is_some() && plan == stored_plan && schema.field_with_name("minhash").is_ok() {
+        "minhash".to_string()
+    } else {
+        minhash_expression(plan, "term_set")
+    };
     let term_set = match schema.field_with_name("term_set") {
-        Ok(_) => ", term_set",
+        Ok(_) => format!(", term_set, {minhash} AS minhash"),
         Err(_) if spec.join.verify != Verify::None => {
             return Err(Error::input(format!(
                 "'{}' has no term_set column, which --verify and --candidates minhash compare: \
@@ -1066,7 +1151,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
                 input.url
             )))
         }
-        Err(_) => "",
+        Err(_) => String::new(),
     };
     collect(
         &ctx,
@@ -1079,7 +1164,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     progress.done("inputs", format!("fingerprints from '{}'", input.url));
     let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
     let result = async {
-        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None });
+        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None });
         let mut summary = join_stages(&ctx, &spec.join, &keep, &out, meta.as_ref(), &mut progress).await?;
         summary.command = "pairs".into();
         summary.output = out.url().to_string();

@@ -19,6 +19,7 @@ pub const TERM_SETS: &str = include_str!("../../sql/57_term_sets.sql");
 pub const CLUSTERS: &str = include_str!("../../sql/60_clusters.sql");
 pub const PAIRS: &str = include_str!("../../sql/70_pairs.sql");
 pub const SURVIVORS: &str = include_str!("../../sql/80_survivors.sql");
+pub const STORE_PROBE: &str = include_str!("../../sql/89_store_probe.sql");
 pub const STORE_NEAR_PAIRS: &str = include_str!("../../sql/90_store_near_pairs.sql");
 pub const STORE_MINHASH_CANDIDATES: &str = include_str!("../../sql/91_store_minhash_candidates.sql");
 pub const STORE_TERM_SETS: &str = include_str!("../../sql/92_store_term_sets.sql");
@@ -43,6 +44,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("60_clusters.sql", CLUSTERS),
     ("70_pairs.sql", PAIRS),
     ("80_survivors.sql", SURVIVORS),
+    ("89_store_probe.sql", STORE_PROBE),
     ("90_store_near_pairs.sql", STORE_NEAR_PAIRS),
     ("91_store_minhash_candidates.sql", STORE_MINHASH_CANDIDATES),
     ("92_store_term_sets.sql", STORE_TERM_SETS),

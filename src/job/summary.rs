@@ -196,6 +196,31 @@ pub struct StoreSummary {
     /// The frozen IDF model (`xxh3:<digest>`), and whether this run created the store.
     pub idf_model: String,
     pub created: bool,
+    /// What this run read of the earlier runs, and how long each store stage took.
+    #[serde(default)]
+    pub read: StoreReads,
+}
+
+/// What a night read of its store: the compact columns of every stored row
+/// (the probe), then whole rows of the fingerprints it touches only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreReads {
+    /// Bytes of the earlier runs' files, all columns.
+    pub store_bytes: u64,
+    /// Bytes the probe scanned (the compact columns simhash, minhash, doc_key).
+    pub probe_bytes: u64,
+    /// Bytes fetched for touched fingerprints and already stored documents
+    /// (pages, footers and page indexes), and the objects they came from.
+    pub fetch_bytes: u64,
+    pub fetch_objects: u64,
+    /// Stored fingerprints tonight touches, and the stored rows fetched for them.
+    pub touched_fingerprints: u64,
+    pub fetched_rows: u64,
+    /// Milliseconds of each store stage: finding already stored documents,
+    /// the probe, the fetch.
+    pub already_stored_ms: u64,
+    pub probe_ms: u64,
+    pub fetch_ms: u64,
 }
 
 /// A dry run's plan.

@@ -8,7 +8,9 @@
 use std::path::Path;
 use std::sync::Arc;
 
+pub mod fetch;
 pub mod footer;
+pub mod lease;
 mod output;
 pub mod stores;
 

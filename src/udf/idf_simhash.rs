@@ -246,7 +246,7 @@ fn read_df_file(url: &str, into: &mut DfTable) -> Result<()> {
 /// A file's bytes: local paths directly, object-store URLs through a store
 /// built from the environment (as every neardup process builds them), on a
 /// thread of its own so that no async runtime is entered from this one.
-fn fetch(url: &str) -> std::result::Result<Bytes, String> {
+pub(super) fn fetch(url: &str) -> std::result::Result<Bytes, String> {
     if let Some(path) = url.strip_prefix("file://").or((!url.contains("://")).then_some(url)) {
         return std::fs::read(path).map(Bytes::from).map_err(|e| e.to_string());
     }

@@ -1,17 +1,17 @@
-//! `minhash_keys(set, bands, rows)`: the `(band, key)` rows of MinHash LSH.
+//! `minhash_keys(set, bands, rows)`: a term set's MinHash LSH band keys, one
+//! per band (one-permutation hashing, see [`crate::minhash`]).
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, ArrayBuilder, ArrayRef, AsArray, ListArray, StructArray, UInt32Builder, UInt64Builder};
+use datafusion::arrow::array::{Array, AsArray, ListArray, UInt64Array};
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, UInt64Type};
 use datafusion::common::{plan_err, DataFusionError, Result};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{doc, finish, scalar_u32, to_arrays};
-use super::band_keys::key_fields;
 use super::term_set::{as_sets, coerce_set, set_values};
-use crate::sets::MinHashPlan;
+use crate::minhash::MinHashPlan;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct MinhashKeys {
@@ -40,7 +40,7 @@ impl ScalarUDFImpl for MinhashKeys {
         }
     }
     fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::List(Arc::new(Field::new("item", DataType::Struct(key_fields()), true))))
+        Ok(DataType::List(Arc::new(Field::new("item", DataType::UInt64, true))))
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let bands = scalar_u32(&args.args, 1, self.name(), "bands")?;
@@ -50,38 +50,35 @@ impl ScalarUDFImpl for MinhashKeys {
         let sets = as_sets(&arrays[0])?;
         let values = sets.values().as_primitive::<UInt64Type>().clone();
         let mut hasher = plan.hasher();
-        let (mut band, mut key) = (UInt32Builder::new(), UInt64Builder::new());
+        let mut keys = Vec::with_capacity(sets.len() * plan.bands as usize);
         let mut offsets = Vec::with_capacity(sets.len() + 1);
         offsets.push(0i32);
         for i in 0..sets.len() {
             // An empty set has no minima: it gets no keys.
-            if let Some(set) = set_values(&sets, &values, i, self.name())?.filter(|s| !s.is_empty()) {
-                for (b, k) in hasher.keys(set) {
-                    band.append_value(b);
-                    key.append_value(k);
-                }
+            if let Some(set) = set_values(&sets, &values, i, self.name())? {
+                hasher.keys_into(set, &mut keys);
             }
-            offsets.push(band.len() as i32);
+            offsets.push(keys.len() as i32);
         }
-        let items = StructArray::new(key_fields(), vec![Arc::new(band.finish()) as ArrayRef, Arc::new(key.finish())], None);
-        let field = Arc::new(Field::new("item", DataType::Struct(key_fields()), true));
-        let list = ListArray::new(field, OffsetBuffer::new(offsets.into()), Arc::new(items), sets.nulls().cloned());
+        let field = Arc::new(Field::new("item", DataType::UInt64, true));
+        let list = ListArray::new(field, OffsetBuffer::new(offsets.into()), Arc::new(UInt64Array::from(keys)), sets.nulls().cloned());
         finish(Arc::new(list), all_scalar)
     }
     fn documentation(&self) -> Option<&Documentation> {
         static DOC: OnceLock<Documentation> = OnceLock::new();
         Some(DOC.get_or_init(|| {
             doc(
-                "MinHash LSH keys of a term set: bands × rows MinHash functions, and per band a key \
-                 hashing its rows minima. Sets with Jaccard similarity s share the key of some band \
-                 with probability 1 − (1 − s^rows)^bands, so an equi-join on (band, key) gives the \
-                 candidate pairs.",
+                "MinHash LSH keys of a term set: a one-permutation MinHash signature of bands × rows \
+                 bins (optimal densification), and per band a key hashing the band's index and its \
+                 rows values. Sets with Jaccard similarity s share the key of some band with \
+                 probability 1 − (1 − s^rows)^bands, so an equi-join on the key gives the candidate \
+                 pairs. Computed once per document (the `minhash` column of fingerprints).",
                 "minhash_keys(set, bands, rows)",
                 "```sql\n> SELECT count(*) FROM (SELECT unnest(minhash_keys([1, 2, 3], 32, 4)));\n32\n```",
                 &[
                     ("set", "A term set (see term_set)."),
                     ("bands", "Number of bands."),
-                    ("rows", "MinHash functions per band (bands × rows at most 1024)."),
+                    ("rows", "Bins per band (bands × rows at most 1024)."),
                 ],
             )
         }))

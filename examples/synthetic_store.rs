@@ -1,0 +1,198 @@
+//! Grow a neardup store with synthetic segments, for the store benchmark
+//! (bench/store/run.py).
+//!
+//! ```text
+//! cargo run --release --example synthetic_store -- STORE NIGHT_FINGERPRINTS DOCUMENTS SEGMENT_ROWS PLANTED SEED
+//! ```
+//!
+//! STORE is a store made by a real first night (its run file gives the
+//! schema and settings). NIGHT_FINGERPRINTS is the `fingerprints/` file of
+//! the night to be measured (`neardup fingerprint` with the store's model):
+//! term-set sizes are drawn from it, and PLANTED of its documents get a
+//! near copy in the store (1 to 3 fingerprint bits flipped, a tenth of the
+//! terms replaced) or an exact one, spread over the segments, so that a
+//! night finds real pairs in every part of the store. The other DOCUMENTS −
+//! PLANTED rows are random fingerprints and term sets. Rows are written as
+//! segments of SEGMENT_ROWS rows, sorted by fingerprint, with the pages and
+//! page index of a run; each segment claims one run id `0001-synth-SEED-NNNNN`
+//! (before any dated night).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, AsArray, ListBuilder, RecordBatch, StringArray, UInt64Array, UInt64Builder};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, SchemaRef, UInt64Type};
+use neardup::fingerprint::hash64;
+use neardup::minhash::{mix, MinHashPlan};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+
+/// A small, fast generator (splitmix64): the same seed gives the same store.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        mix(self.0)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        ((self.next() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+fn read(path: &Path) -> (SchemaRef, Vec<RecordBatch>) {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))).unwrap();
+    let schema = builder.schema().clone();
+    (schema, builder.build().unwrap().map(|b| b.unwrap()).collect())
+}
+
+fn u64_column(batch: &RecordBatch, name: &str) -> Vec<Option<u64>> {
+    let c = cast(batch.column_by_name(name).unwrap(), &DataType::UInt64).unwrap();
+    c.as_primitive::<UInt64Type>().iter().collect()
+}
+
+fn sets(batch: &RecordBatch, name: &str) -> Vec<Vec<u64>> {
+    let list = batch.column_by_name(name).unwrap().as_list::<i32>();
+    (0..list.len())
+        .map(|i| if list.is_null(i) { Vec::new() } else { list.value(i).as_primitive::<UInt64Type>().values().to_vec() })
+        .collect()
+}
+
+/// One synthetic document.
+struct Row {
+    id: String,
+    simhash: u64,
+    term_set: Vec<u64>,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [store, night, documents, segment_rows, planted, seed] = args.as_slice() else {
+        eprintln!("usage: synthetic_store STORE NIGHT_FINGERPRINTS DOCUMENTS SEGMENT_ROWS PLANTED SEED");
+        std::process::exit(2);
+    };
+    let store = PathBuf::from(store);
+    let (documents, segment_rows, planted, seed): (u64, u64, u64, u64) =
+        (documents.parse().unwrap(), segment_rows.parse().unwrap(), planted.parse().unwrap(), seed.parse().unwrap());
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(store.join("store.json")).unwrap()).unwrap();
+    let plan: Option<MinHashPlan> = manifest["minhash"].as_str().map(|p| p.parse().unwrap());
+    let template = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("part-00000.parquet"))
+        .find(|p| p.exists())
+        .expect("a committed run to copy the schema from");
+    let (schema, _) = read(&template);
+
+    // The night: its fingerprints and term sets.
+    let (_, batches) = read(Path::new(night));
+    let mut night_rows: Vec<(u64, Vec<u64>)> = Vec::new();
+    for b in &batches {
+        for (h, s) in u64_column(b, "simhash").into_iter().zip(sets(b, "term_set")) {
+            if let Some(h) = h {
+                night_rows.push((h, s));
+            }
+        }
+    }
+    assert!(!night_rows.is_empty(), "the night has no fingerprints");
+    let sizes: Vec<usize> = night_rows.iter().map(|r| r.1.len().max(1)).collect();
+
+    let mut rng = Rng(seed);
+    let segments = documents.div_ceil(segment_rows);
+    let mut made = 0u64;
+    for segment in 0..segments {
+        let rows_here = segment_rows.min(documents - made);
+        // Planted copies are spread evenly over the segments.
+        let planted_here = planted * (segment + 1) / segments - planted * segment / segments;
+        let mut rows: Vec<Row> = Vec::with_capacity(rows_here as usize);
+        for i in 0..rows_here {
+            let id = format!("s{seed}-{segment}-{i}");
+            if i < planted_here {
+                let (h, set) = &night_rows[rng.below(night_rows.len() as u64) as usize];
+                let exact = rng.below(4) == 0;
+                let mut simhash = *h;
+                let mut term_set = set.clone();
+                if !exact {
+                    for _ in 0..1 + rng.below(3) {
+                        simhash ^= 1 << rng.below(64);
+                    }
+                    for t in term_set.iter_mut() {
+                        if rng.below(10) == 0 {
+                            *t = rng.next();
+                        }
+                    }
+                    term_set.sort_unstable();
+                    term_set.dedup();
+                }
+                rows.push(Row { id, simhash, term_set });
+            } else {
+                let n = sizes[rng.below(sizes.len() as u64) as usize];
+                let mut term_set: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+                term_set.sort_unstable();
+                rows.push(Row { id, simhash: rng.next(), term_set });
+            }
+        }
+        rows.sort_by(|a, b| (a.simhash, &a.id).cmp(&(b.simhash, &b.id)));
+        let run = format!("0001-synth-{seed:03}-{segment:05}");
+        write_segment(&store, &run, &schema, &rows, plan);
+        made += rows_here;
+        eprintln!("synthetic_store: segment {run}: {rows_here} rows ({made} of {documents})");
+    }
+}
+
+fn list_column(values: impl Iterator<Item = Vec<u64>>) -> ArrayRef {
+    let mut b = ListBuilder::new(UInt64Builder::new());
+    for v in values {
+        b.values().append_slice(&v);
+        b.append(true);
+    }
+    Arc::new(b.finish())
+}
+
+fn write_segment(store: &Path, run: &str, schema: &SchemaRef, rows: &[Row], plan: Option<MinHashPlan>) {
+    let text = |f: &dyn Fn(&Row) -> String| -> ArrayRef { Arc::new(StringArray::from_iter_values(rows.iter().map(f))) };
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for field in schema.fields() {
+        let column: ArrayRef = match field.name().as_str() {
+            "source" | "representative_source" => text(&|_| "synthetic".to_string()),
+            "id" | "representative_id" => text(&|r| r.id.clone()),
+            "run" | "representative_run" => text(&|_| run.to_string()),
+            "doc_key" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| hash64(format!("synthetic\0{}", r.id).as_bytes())))),
+            "simhash" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.simhash))),
+            "n_terms" | "n_chars" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.term_set.len() as u64))),
+            "term_set" => list_column(rows.iter().map(|r| r.term_set.clone())),
+            "minhash" => match plan {
+                Some(plan) => {
+                    let mut hasher = plan.hasher();
+                    list_column(rows.iter().map(|r| {
+                        let mut keys = Vec::new();
+                        hasher.keys_into(&r.term_set, &mut keys);
+                        keys
+                    }))
+                }
+                None => arrow::array::new_null_array(field.data_type(), rows.len()),
+            },
+            other => panic!("synthetic_store: no generator for column '{other}'"),
+        };
+        columns.push(cast(&column, field.data_type()).unwrap());
+    }
+    let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let folder = store.join("segments").join(format!("seg={run}"));
+    std::fs::create_dir_all(&folder).unwrap();
+    // The pages and row groups of a run (sql/94_store_run.sql).
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(65_536))
+        .set_data_page_row_count_limit(256)
+        .set_write_batch_size(256)
+        .build();
+    let mut writer = ArrowWriter::try_new(File::create(folder.join("part-00000.parquet")).unwrap(), schema.clone(), Some(props)).unwrap();
+    for start in (0..batch.num_rows()).step_by(65_536) {
+        writer.write(&batch.slice(start, 65_536.min(batch.num_rows() - start))).unwrap();
+    }
+    writer.close().unwrap();
+    let summary = serde_json::json!({ "runs": [run], "documents": rows.len() });
+    std::fs::write(folder.join("summary.json"), serde_json::to_vec_pretty(&summary).unwrap()).unwrap();
+    std::fs::write(folder.join("_SUCCESS"), b"").unwrap();
+}

@@ -1,0 +1,16 @@
+-- Store runs, before any pair: the stored fingerprints that tonight touches.
+-- Every stored row is read once, by its compact columns only (simhash and
+-- its MinHash band keys): night_partners probes tonight's documents, held in
+-- memory from {{index}}, for equal fingerprints, fingerprints within k
+-- (exactly, through the bands of {{m}} blocks) and shared MinHash keys.
+-- Nothing stored is recomputed or rewritten; the bulky columns of the
+-- fingerprints listed here are then fetched by page (`stored`), and the
+-- statements 91–96 read only those.
+SELECT DISTINCT simhash
+FROM (
+  SELECT simhash, night_partners(simhash, minhash, {{index}}, {{version}}, {{k}}, {{m}}) AS partners
+  FROM stored_runs
+  WHERE simhash IS NOT NULL
+)
+WHERE cardinality(partners) > 0
+ORDER BY simhash

@@ -1,0 +1,199 @@
+//! Rows of sorted Parquet files, fetched by fingerprint through the page index.
+//!
+//! A store's run files are sorted by `simhash` and written in small pages
+//! with a page index, so the pages that can hold a given fingerprint are
+//! known from the footer alone. A night needs the bulky columns (term sets,
+//! representatives) of a few thousand stored fingerprints among millions:
+//! it reads just the pages whose `[min, max]` holds one of them, and counts
+//! what it read.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
+use datafusion::prelude::SessionContext;
+use futures::future::BoxFuture;
+use futures::{FutureExt, TryStreamExt};
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection, RowSelector};
+use parquet::arrow::async_reader::AsyncFileReader;
+use parquet::arrow::ParquetRecordBatchStreamBuilder;
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::page_index::column_index::ColumnIndexMetaData;
+
+use super::locate;
+use crate::error::{Error, Result};
+
+/// What a fetch read: bytes of pages and footers, objects opened, rows kept.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Fetched {
+    pub bytes: u64,
+    pub objects: u64,
+    pub rows: u64,
+}
+
+/// A Parquet file in an object store, read by ranges, counting the bytes
+/// it asks for (footer and page index included).
+struct Counting {
+    store: Arc<dyn ObjectStore>,
+    path: ObjectPath,
+    size: u64,
+    bytes: Arc<AtomicU64>,
+}
+
+fn parquet_error(e: object_store::Error) -> ParquetError {
+    ParquetError::External(Box::new(e))
+}
+
+impl AsyncFileReader for Counting {
+    fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
+        self.bytes.fetch_add(range.end - range.start, Ordering::Relaxed);
+        async move { self.store.get_range(&self.path, range).await.map_err(parquet_error) }.boxed()
+    }
+    fn get_byte_ranges(&mut self, ranges: Vec<Range<u64>>) -> BoxFuture<'_, parquet::errors::Result<Vec<Bytes>>> {
+        self.bytes.fetch_add(ranges.iter().map(|r| r.end - r.start).sum(), Ordering::Relaxed);
+        async move { self.store.get_ranges(&self.path, &ranges).await.map_err(parquet_error) }.boxed()
+    }
+    fn get_metadata<'a>(
+        &'a mut self,
+        _options: Option<&'a ArrowReaderOptions>,
+    ) -> BoxFuture<'a, parquet::errors::Result<Arc<ParquetMetaData>>> {
+        async move {
+            let size = self.size;
+            // The page index is what makes the fetch selective: read it when present.
+            let reader = ParquetMetaDataReader::new().with_page_index_policy(PageIndexPolicy::Optional);
+            Ok(Arc::new(reader.load_and_finish(self, size).await?))
+        }
+        .boxed()
+    }
+}
+
+/// A counting reader of the Parquet file at `url`.
+async fn open(ctx: &SessionContext, url: &str, bytes: Arc<AtomicU64>) -> Result<Counting> {
+    let (store, path) = locate(ctx, url)?;
+    let size = store.head(&path).await.map_err(|e| super::store_failure(format!("cannot open '{url}'"), &e))?.size;
+    Ok(Counting { store, path, size, bytes })
+}
+
+/// Whether the sorted `wanted` holds a value in `[min, max]`.
+fn holds_any(wanted: &[u64], min: u64, max: u64) -> bool {
+    let i = wanted.partition_point(|&w| w < min);
+    i < wanted.len() && wanted[i] <= max
+}
+
+/// The rows of row group `rg` to read: the pages of column `col` whose
+/// statistics allow one of `wanted` (or a NULL, with `nulls`); the whole
+/// row group where the file has no page index.
+fn pages_to_read(meta: &ParquetMetaData, rg: usize, col: usize, wanted: &[u64], nulls: bool) -> Vec<RowSelector> {
+    let rows = meta.row_group(rg).num_rows() as usize;
+    let indexes = meta.column_index().zip(meta.offset_index());
+    let Some((ColumnIndexMetaData::INT64(index), offsets)) = indexes.map(|(c, o)| (&c[rg][col], &o[rg][col])) else {
+        return vec![RowSelector::select(rows)];
+    };
+    let starts: Vec<usize> = offsets.page_locations().iter().map(|p| p.first_row_index as usize).collect();
+    let mut selectors: Vec<RowSelector> = Vec::new();
+    for (p, &start) in starts.iter().enumerate() {
+        let end = starts.get(p + 1).copied().unwrap_or(rows);
+        // UInt64 is stored as INT64 with unsigned order: the bits are the value.
+        let values = match (index.min_value(p), index.max_value(p)) {
+            (Some(&min), Some(&max)) => holds_any(wanted, min as u64, max as u64),
+            _ => false,
+        };
+        let has_nulls = index.null_count(p).is_none_or(|n| n > 0);
+        let select = values || (nulls && has_nulls);
+        match selectors.last_mut() {
+            Some(last) if last.skip != select => last.row_count += end - start,
+            _ => selectors.push(if select { RowSelector::select(end - start) } else { RowSelector::skip(end - start) }),
+        }
+    }
+    selectors
+}
+
+/// The rows of the Parquet `files` whose `column` (UInt64, sorted within
+/// each file) is in the sorted, distinct `wanted`, or NULL when `nulls`.
+/// Returns the rows, the schema of the files, and what was read.
+pub async fn rows_by_key(
+    ctx: &SessionContext,
+    files: &[String],
+    column: &str,
+    wanted: &[u64],
+    nulls: bool,
+) -> Result<(Vec<RecordBatch>, Option<SchemaRef>, Fetched)> {
+    let bytes = Arc::new(AtomicU64::new(0));
+    let mut fetched = Fetched::default();
+    let (mut batches, mut schema) = (Vec::new(), None);
+    for url in files {
+        let reader = open(ctx, url, bytes.clone()).await?;
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+        let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
+            .await
+            .map_err(|e| Error::input(format!("'{url}' is not a readable Parquet file: {e}")))?;
+        fetched.objects += 1;
+        schema.get_or_insert_with(|| builder.schema().clone());
+        let meta = builder.metadata().clone();
+        let Some(col) = meta.file_metadata().schema_descr().columns().iter().position(|c| c.path().string() == column) else {
+            return Err(Error::input(format!("'{url}' has no column '{column}'")));
+        };
+        let (mut groups, mut selectors) = (Vec::new(), Vec::new());
+        for rg in 0..meta.num_row_groups() {
+            let pages = pages_to_read(&meta, rg, col, wanted, nulls);
+            if pages.iter().any(|s| !s.skip) {
+                groups.push(rg);
+                selectors.extend(pages);
+            }
+        }
+        if groups.is_empty() {
+            continue;
+        }
+        let stream = builder
+            .with_row_groups(groups)
+            .with_row_selection(RowSelection::from(selectors))
+            .build()
+            .map_err(|e| Error::runtime(format!("cannot read '{url}': {e}")))?;
+        let read: Vec<RecordBatch> =
+            stream.try_collect().await.map_err(|e| Error::runtime(format!("cannot read '{url}': {e}")))?;
+        for batch in read {
+            let keys = batch.column_by_name(column).expect("the column was found").as_primitive::<UInt64Type>().clone();
+            let keep: BooleanArray = (0..batch.num_rows())
+                .map(|i| Some(if keys.is_null(i) { nulls } else { wanted.binary_search(&keys.value(i)).is_ok() }))
+                .collect();
+            let kept = filter_record_batch(&batch, &keep)?;
+            fetched.rows += kept.num_rows() as u64;
+            if kept.num_rows() > 0 {
+                batches.push(kept);
+            }
+        }
+    }
+    fetched.bytes = bytes.load(Ordering::Relaxed);
+    Ok((batches, schema, fetched))
+}
+
+/// Rows and bytes of one Parquet file, from its footer.
+pub async fn file_rows(ctx: &SessionContext, url: &str) -> Result<(u64, u64)> {
+    let mut reader = open(ctx, url, Arc::new(AtomicU64::new(0))).await?;
+    let size = reader.size;
+    let meta = reader
+        .get_metadata(None)
+        .await
+        .map_err(|e| Error::input(format!("'{url}' is not a readable Parquet file: {e}")))?;
+    Ok((meta.file_metadata().num_rows() as u64, size))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorted_lookups() {
+        assert!(holds_any(&[3, 9, 20], 4, 9));
+        assert!(!holds_any(&[3, 9, 20], 10, 19));
+        assert!(holds_any(&[u64::MAX], 1 << 63, u64::MAX));
+        assert!(!holds_any(&[], 0, u64::MAX));
+    }
+}

@@ -1,0 +1,184 @@
+//! `night_partners(simhash, minhash, index, version, k, m)`: tonight's
+//! fingerprints that a stored fingerprint may pair with (see
+//! [`crate::probe`]).
+//!
+//! `index` is a Parquet file of tonight's documents (`simhash`, `minhash`),
+//! read once per process and kept in memory, keyed by its location,
+//! version and plan, as `idf_simhash` keeps its model: a store's scan then
+//! streams through its compact columns on every node, each row probing the
+//! same in-memory tables.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use datafusion::arrow::array::{Array, AsArray, ListArray, UInt64Array};
+use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, UInt64Type};
+use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+
+use super::args::{doc, is_string, scalar_str, scalar_u32, to_arrays};
+use super::idf_simhash::fetch;
+use super::term_set::{as_sets, coerce_set, set_values};
+use crate::join::BandPlan;
+use crate::probe::NightIndex;
+
+/// Indexes kept per process (the latest ones used).
+const CACHED_INDEXES: usize = 2;
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct NightPartners {
+    signature: Signature,
+}
+
+impl Default for NightPartners {
+    fn default() -> Self {
+        NightPartners { signature: Signature::user_defined(Volatility::Immutable) }
+    }
+}
+
+fn execution(e: impl std::fmt::Display) -> DataFusionError {
+    DataFusionError::Execution(format!("night_partners: {e}"))
+}
+
+fn list_type() -> DataType {
+    DataType::List(Arc::new(Field::new("item", DataType::UInt64, true)))
+}
+
+impl ScalarUDFImpl for NightPartners {
+    fn name(&self) -> &str {
+        "night_partners"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [s, keys, index, version, k, m]
+                if (s.is_integer() || s == &DataType::Null)
+                    && is_string(index)
+                    && is_string(version)
+                    && (k.is_integer() || k == &DataType::Null)
+                    && (m.is_integer() || m == &DataType::Null) =>
+            {
+                Ok(vec![
+                    DataType::UInt64,
+                    coerce_set(self.name(), "minhash", keys)?,
+                    DataType::Utf8,
+                    DataType::Utf8,
+                    DataType::Int64,
+                    DataType::Int64,
+                ])
+            }
+            _ => plan_err!("night_partners takes (simhash, minhash, index, version, k, m), got {arg_types:?}"),
+        }
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(list_type())
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let name = self.name();
+        let Some(url) = scalar_str(&args.args, 2, name, "index")? else {
+            return exec_err!("night_partners: 'index' must be the location of tonight's index");
+        };
+        let version = scalar_str(&args.args, 3, name, "version")?.unwrap_or_default();
+        let k = scalar_u32(&args.args, 4, name, "k")?;
+        let m = match &args.args[5] {
+            ColumnarValue::Scalar(ScalarValue::Int64(None) | ScalarValue::Null) => None,
+            _ => Some(scalar_u32(&args.args, 5, name, "m")?),
+        };
+        let index = index(&url, &version, k, m)?;
+        let (arrays, _) = to_arrays(&args.args[..2], args.number_rows)?;
+        let fingerprints = cast(&arrays[0], &DataType::UInt64)?;
+        let fingerprints = fingerprints.as_primitive::<UInt64Type>();
+        let sets = as_sets(&arrays[1])?;
+        let keys = sets.values().as_primitive::<UInt64Type>().clone();
+        let mut partners = Vec::new();
+        let mut offsets = Vec::with_capacity(fingerprints.len() + 1);
+        offsets.push(0i32);
+        for i in 0..fingerprints.len() {
+            if fingerprints.is_valid(i) {
+                let row_keys = set_values(&sets, &keys, i, name)?.unwrap_or(&[]);
+                index.partners(fingerprints.value(i), row_keys, &mut partners);
+            }
+            offsets.push(i32::try_from(partners.len()).map_err(|_| execution("too many partners in one batch"))?);
+        }
+        let list = ListArray::new(
+            Arc::new(Field::new("item", DataType::UInt64, true)),
+            OffsetBuffer::new(offsets.into()),
+            Arc::new(UInt64Array::from(partners)),
+            None,
+        );
+        Ok(ColumnarValue::Array(Arc::new(list)))
+    }
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: OnceLock<Documentation> = OnceLock::new();
+        Some(DOC.get_or_init(|| {
+            doc(
+                "Tonight's fingerprints that a stored fingerprint may pair with: equal ones, those within \
+                 Hamming distance k (exactly, through the bands of m blocks), and those of tonight's \
+                 documents sharing one of its MinHash band keys. Tonight's documents are read from the \
+                 Parquet file `index` (columns simhash, minhash) once per process.",
+                "night_partners(simhash, minhash, index, version, k, m)",
+                "```sql\n> SELECT simhash, unnest(night_partners(simhash, minhash, 'night.parquet', 'v1', 3, 4)) \
+                 FROM stored;\n```",
+                &[
+                    ("simhash", "A stored fingerprint."),
+                    ("minhash", "Its MinHash band keys (see minhash_keys), or NULL."),
+                    ("index", "Location of tonight's documents (simhash, minhash)."),
+                    ("version", "Any text that changes when the index does: part of the cache key."),
+                    ("k", "Largest Hamming distance of SimHash partners."),
+                    ("m", "Blocks of the band plan, or NULL for MinHash partners only."),
+                ],
+            )
+        }))
+    }
+}
+
+/// Tonight's index at `url`, from the process's cache or read now.
+fn index(url: &str, version: &str, k: u32, m: Option<u32>) -> Result<Arc<NightIndex>> {
+    type Cache = Mutex<VecDeque<(String, Arc<NightIndex>)>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = format!("{url}\n{version}\n{k}\n{m:?}");
+    // Held while reading: the other partitions need the same index anyway.
+    let mut cache = CACHE.get_or_init(Default::default).lock().map_err(|_| execution("index cache poisoned"))?;
+    if let Some((_, index)) = cache.iter().find(|(k, _)| *k == key) {
+        return Ok(index.clone());
+    }
+    let plan = m.map(|m| BandPlan::new(k, m)).transpose().map_err(execution)?;
+    let index = Arc::new(read_index(url, plan)?);
+    if cache.len() == CACHED_INDEXES {
+        cache.pop_front();
+    }
+    cache.push_back((key, index.clone()));
+    Ok(index)
+}
+
+fn read_index(url: &str, plan: Option<BandPlan>) -> Result<NightIndex> {
+    let bytes = fetch(url).map_err(|e| execution(format!("cannot read tonight's index '{url}': {e}")))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .map_err(|e| execution(format!("tonight's index '{url}' is not Parquet: {e}")))?;
+    let schema = builder.schema().clone();
+    let (Ok(s), Ok(m)) = (schema.index_of("simhash"), schema.index_of("minhash")) else {
+        return exec_err!("night_partners: index '{url}' lacks the columns simhash and minhash");
+    };
+    let mask = ProjectionMask::roots(builder.parquet_schema(), [s, m]);
+    let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
+    for batch in builder.with_projection(mask).build()? {
+        let batch = batch?;
+        let fingerprints = cast(batch.column(0), &DataType::UInt64)?;
+        let fingerprints = fingerprints.as_primitive::<UInt64Type>();
+        let sets = as_sets(batch.column(1))?;
+        let keys = sets.values().as_primitive::<UInt64Type>().clone();
+        for i in 0..batch.num_rows() {
+            if fingerprints.is_valid(i) {
+                let row_keys = set_values(&sets, &keys, i, "night_partners")?.unwrap_or(&[]);
+                rows.push((fingerprints.value(i), row_keys.to_vec()));
+            }
+        }
+    }
+    Ok(NightIndex::new(plan, rows.iter().map(|(s, k)| (*s, k.as_slice()))))
+}
