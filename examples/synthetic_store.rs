@@ -21,7 +21,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, ListBuilder, RecordBatch, StringArray, UInt64Array, UInt64Builder};
+use arrow::array::{Array, ArrayRef, AsArray, ListBuilder, RecordBatch, StringArray, UInt64Array, UInt64Builder};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, SchemaRef, UInt64Type};
 use neardup::fingerprint::hash64;

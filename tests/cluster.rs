@@ -224,6 +224,59 @@ fn cluster_runs_equal_embedded_runs() {
     }
 }
 
+/// Nights against a fingerprint store on the cluster: the same store
+/// partitions and reports, byte for byte, as the same nights embedded, and
+/// a compaction in between changes nothing either.
+#[test]
+fn store_nights_on_a_cluster_equal_embedded_nights() {
+    let cluster = start_cluster(2, None, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let nights = [("2026-11-01", "news.parquet"), ("2026-11-02", "reprints.parquet"), ("2026-11-03", "reprints.parquet")];
+    for (night, file) in nights {
+        let folder = dir.path().join("drops").join(night);
+        std::fs::create_dir_all(&folder).unwrap();
+        // The third night repeats half of the second's documents under new ids.
+        let sql = if night == "2026-11-03" {
+            format!("COPY (SELECT id || '-again' AS id, text FROM t WHERE hash64(id) % 2 = 0) TO '{}' STORED AS PARQUET", folder.join("p.parquet").display())
+        } else {
+            format!("COPY (SELECT id, text FROM t) TO '{}' STORED AS PARQUET", folder.join("p.parquet").display())
+        };
+        ok(&neardup(&["sql", "-t", &format!("t={}", sample(file)), "-c", &sql]));
+    }
+    let input = format!("crawl={}/drops/{{run_id}}/", dir.path().display());
+    let run = |base: &Path, night: &str, extra: &[&str]| {
+        let (store, reports) = (base.join("store"), base.join("reports"));
+        let output = format!("{}/{{run_id}}", reports.display());
+        let mut args = vec!["dedup", "-q", "-i", &input, "--store", store.to_str().unwrap(), "--run-id", night, "-o", &output];
+        args.extend_from_slice(extra);
+        ok(&neardup(&args));
+    };
+    let (embedded, distributed) = (dir.path().join("embedded"), dir.path().join("cluster"));
+    for (i, (night, _)) in nights.iter().enumerate() {
+        run(&embedded, night, &[]);
+        run(&distributed, night, &["--cluster", &cluster.url]);
+        if i == 1 {
+            // Compaction on the cluster too, of the cluster's store only.
+            let store = distributed.join("store");
+            ok(&neardup(&["store", "compact", "--store", store.to_str().unwrap(), "--all", "--cluster", &cluster.url]));
+        }
+    }
+    let night3 = |base: &Path| {
+        let report = base.join("reports").join("2026-11-03");
+        [base.join("store/runs/run=2026-11-03/part-00000.parquet"), report.join("pairs/part-00000.parquet"), report.join("clusters/part-00000.parquet")]
+            .iter()
+            .map(|f| std::fs::read(f).unwrap_or_else(|e| panic!("{}: {e}", f.display())))
+            .collect::<Vec<_>>()
+    };
+    assert!(night3(&embedded) == night3(&distributed), "the cluster's night differs from the embedded one");
+    let (se, sc) = (summary(&embedded.join("reports/2026-11-03")), summary(&distributed.join("reports/2026-11-03")));
+    for key in ["added", "duplicates_of_stored", "stored_documents"] {
+        assert_eq!(se["store"][key], sc["store"][key], "store.{key}");
+    }
+    assert!(sc["store"]["duplicates_of_stored"].as_u64().unwrap() > 0, "the third night repeats stored documents");
+    assert!(sc["store"]["read"]["fetch_bytes"].as_u64().unwrap() > 0);
+}
+
 /// Run `dedup` of `input` into `out` on `cluster`, and kill its process
 /// `victim` (an executor) 3 s in, while the job is still segmenting.
 fn dedup_killing(cluster: &mut Cluster, victim: usize, input: &str, out: &Path) -> std::process::Output {

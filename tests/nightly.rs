@@ -581,6 +581,24 @@ fn two_nights_at_once_never_corrupt_the_store() {
 }
 
 #[test]
+fn a_night_is_the_same_bytes_whatever_the_parallelism() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let bases: Vec<PathBuf> = ["one", "two", "eight"].iter().map(|b| dir.path().join(b)).collect();
+    for (base, partitions) in bases.iter().zip(["1", "2", "8"]) {
+        for n in NIGHTS {
+            let (s, r) = (base.join("store"), base.join("reports"));
+            ok(&night(dir.path(), s.to_str().unwrap(), n, r.to_str().unwrap(), &["--target-partitions", partitions, "--batch-size", "100"]));
+        }
+    }
+    for b in &bases[1..] {
+        for n in NIGHTS {
+            assert!(night_files(&bases[0].join("store"), &bases[0].join("reports"), n) == night_files(&b.join("store"), &b.join("reports"), n), "night {n}");
+        }
+    }
+}
+
+#[test]
 fn a_store_of_the_first_layout_is_refused_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     drops(dir.path());

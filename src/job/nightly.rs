@@ -546,10 +546,9 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
                 ("keep_key_f", if keep_key.is_empty() { "" } else { ", f.keep_key" }),
                 ("keep_order", keep.order_by()),
                 ("run", &literal(&store.run_id)),
-                ("path", &literal(&run_path)),
             ],
         );
-        collect(ctx, &statement).await?;
+        crate::storage::sorted::write_query(ctx, &statement, &run_path).await?;
         let meta = FileMetadata { settings: night.settings.clone(), idf_n_docs: Some(night.idf_n_docs), idf_model: Some(idf_model.clone()), minhash: store.minhash };
         seal(ctx, &run_path, Some(&meta)).await?;
         register_parquet(ctx, "night", &run_path).await?;

@@ -824,7 +824,10 @@ pub(super) fn write_batches(schema: SchemaRef, batches: &[RecordBatch]) -> Resul
     let mut buffer = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), None)?;
     for batch in batches {
-        writer.write(&RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?)?;
+        // Files written by other versions or engines may hold a column in
+        // another layout of the same type (Utf8 and Utf8View).
+        let columns = batch.columns().iter().zip(schema.fields()).map(|(c, f)| cast(c, f.data_type())).collect::<std::result::Result<Vec<_>, _>>()?;
+        writer.write(&RecordBatch::try_new(schema.clone(), columns)?)?;
     }
     writer.close()?;
     Ok(buffer)

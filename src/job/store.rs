@@ -27,11 +27,10 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
 
 use super::nightly::Manifest;
-use super::runner::collect;
 use crate::error::{Error, Result};
 use crate::storage::fetch::file_rows;
 use crate::storage::lease::Lease;
-use crate::storage::{literal, locate, register_parquet_files, store_failure, OutputDir};
+use crate::storage::{locate, register_parquet_files, store_failure, OutputDir};
 
 /// What a segment's `summary.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -256,18 +255,12 @@ async fn compact_held(ctx: &SessionContext, url: &str, all: bool, lease: &Lease)
     let path = out.staged("part-00000.parquet");
     let written = async {
         // The same order and pages as a run (sql/94_store_run.sql).
-        let statement = format!(
-            "COPY (SELECT * FROM compaction_input ORDER BY simhash NULLS LAST, source, id) TO {} STORED AS PARQUET \
-             OPTIONS ('format.max_row_group_size' '65536', 'format.data_page_row_count_limit' '256', \
-             'format.write_batch_size' '256')",
-            literal(&path)
-        );
-        collect(ctx, &statement).await?;
-        file_rows(ctx, &path).await
+        let statement = "SELECT * FROM compaction_input ORDER BY simhash NULLS LAST, source, id";
+        crate::storage::sorted::write_query(ctx, statement, &path).await
     }
     .await;
     let documents = match written {
-        Ok((rows, _)) => rows,
+        Ok(rows) => rows,
         Err(e) => {
             out.abort().await;
             return Err(e);

@@ -11,6 +11,7 @@ use std::sync::Arc;
 pub mod fetch;
 pub mod footer;
 pub mod lease;
+pub mod sorted;
 mod output;
 pub mod stores;
 
