@@ -250,3 +250,85 @@ fn a_faulty_store_is_retried_then_fails_clearly() {
     assert!(err.contains("503") && err.contains("after 2 retries") && err.contains("retry the run later"), "{err}");
     assert!(!err.contains(&s3.secret_key));
 }
+
+/// Two nights at once on a store in a bucket: the lease is one object made
+/// with a conditional create (If-None-Match), so one of them runs and the
+/// other exits 1 naming it, or they run one after the other; a lease left by
+/// another host that is still valid turns a night away, and one that has
+/// expired is taken over.
+#[test]
+fn two_nights_at_once_on_a_bucket_store_take_turns() {
+    let Some(s3) = start_s3() else { return };
+    let python = std::env::var("NEARDUP_PYTHON").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let drops = dir.path().join("drops");
+    for (k, night) in ["2026-11-01", "2026-11-02"].iter().enumerate() {
+        std::fs::create_dir_all(drops.join(night)).unwrap();
+        let news = format!("news={}", sample("news.parquet"));
+        ok(&neardup(&["sql", "-t", &news, "-c", &format!(
+            "COPY (SELECT id, text FROM news WHERE hash64(id) % 2 = {k}) TO '{}' STORED AS PARQUET",
+            drops.join(night).join("p.parquet").display()
+        )]));
+    }
+    let store = "s3://archive/lease-store";
+    let reports = dir.path().join("reports");
+    let args = |id: &str| -> Vec<String> {
+        ["dedup", "-q", "-i", &format!("crawl={}/{{run_id}}/", drops.display()), "--store", store, "--run-id", id,
+         "-o", &format!("{}/{{run_id}}", reports.display())].iter().map(|s| s.to_string()).collect()
+    };
+    ok(&s3.neardup(&args("2026-11-01").iter().map(String::as_str).collect::<Vec<_>>()));
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+                .args(args("2026-11-02"))
+                .envs(s3.env())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut finished = 0;
+    for child in children {
+        let o = child.wait_with_output().unwrap();
+        match o.status.code() {
+            Some(0) => finished += 1,
+            Some(1) => assert!(stderr(&o).contains("is held by run '2026-11-02'"), "{}", stderr(&o)),
+            other => panic!("exit {other:?}: {}", stderr(&o)),
+        }
+    }
+    assert!(finished >= 1);
+    let objects = list_objects(&s3, "lease-store/");
+    assert!(!objects.iter().any(|o| o.ends_with("_lease.json")), "the lease is given back: {objects:?}");
+    assert!(objects.contains(&"lease-store/runs/run=2026-11-02/_SUCCESS".to_string()), "{objects:?}");
+
+    // A lease of another host: valid, then expired.
+    let put_lease = |expires_in: i64| {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+        let body = serde_json::json!({"holder": "run 'elsewhere'", "host": "another-host", "pid": 7, "nonce": "n",
+                                      "acquired": now - 10, "expires": now + expires_in}).to_string();
+        let o = std::process::Command::new(&python)
+            .args(["-c", &format!(
+                "import boto3; c=boto3.client('s3',endpoint_url='{}',region_name='us-east-1',aws_access_key_id='{}',aws_secret_access_key='{}'); \
+                 c.put_object(Bucket='archive',Key='lease-store/_lease.json',Body={body:?}.encode())",
+                s3.endpoint, s3.access_key, s3.secret_key
+            )])
+            .output()
+            .unwrap();
+        ok(&o);
+    };
+    put_lease(600);
+    let o = s3.neardup(&args("2026-11-02").iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is held by run 'elsewhere' (host another-host"), "{}", stderr(&o));
+    let info: serde_json::Value = serde_json::from_str(&ok(&s3.neardup(&["store", "info", "--store", store, "--json"]))).unwrap();
+    assert_eq!(info["lease"]["holder"], "run 'elsewhere'");
+    assert_eq!(info["runs"].as_array().unwrap().len(), 2);
+    put_lease(-1);
+    ok(&s3.neardup(&args("2026-11-02").iter().map(String::as_str).collect::<Vec<_>>()));
+    // Compaction in the bucket: the same rows, one segment.
+    ok(&s3.neardup(&["store", "compact", "--store", store, "--all"]));
+    let info: serde_json::Value = serde_json::from_str(&ok(&s3.neardup(&["store", "info", "--store", store, "--json"]))).unwrap();
+    assert_eq!((info["segments"].as_array().unwrap().len(), info["runs"].as_array().unwrap().len()), (1, 0), "{info}");
+    assert!(info["lease"].is_null());
+}
