@@ -457,10 +457,19 @@ async fn fetch_touched(
             break;
         }
         let extra_path = out.staged("_work/night_index_stored.parquet");
+        // The stored documents that stand for one of tonight's fingerprints
+        // in the check (the first by source and id, sql/92_store_term_sets.sql)
+        // with MinHash keys that none of tonight's documents of that
+        // fingerprint has.
         let extra = format!(
-            "COPY (SELECT s.simhash, s.minhash FROM stored s \
-             WHERE s.simhash IN (SELECT simhash FROM fingerprints) \
-               AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.simhash = s.simhash AND f.minhash = s.minhash)) \
+            "COPY (SELECT simhash, minhash FROM ( \
+               SELECT simhash, minhash, stored_row, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r \
+               FROM (SELECT simhash, source, id, minhash, false AS stored_row FROM fingerprints WHERE simhash IS NOT NULL \
+                     UNION ALL \
+                     SELECT simhash, source, id, minhash, true AS stored_row FROM stored \
+                     WHERE simhash IN (SELECT simhash FROM fingerprints))) t \
+             WHERE r = 1 AND stored_row \
+               AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.simhash = t.simhash AND f.minhash = t.minhash)) \
              TO {} STORED AS PARQUET",
             literal(&extra_path)
         );
