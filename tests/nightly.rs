@@ -363,28 +363,40 @@ fn the_cron_example_runs_nights_and_stops_on_bad_input() {
     assert_eq!(attempts, 1, "bad input is not retried:\n{}", stderr(&o));
 }
 
-/// Every row of a store's committed runs and segments, sorted (compaction
-/// moves rows between files and changes their order, never their content).
+/// The rows of a store folder's files as text lines (what compaction may
+/// move between files, never change).
+fn folder_rows(folder: &Path) -> Vec<String> {
+    let batches = read_dir(folder);
+    let cols = ["source", "id", "representative_source", "representative_id", "representative_run", "run"];
+    let values: Vec<Vec<String>> = cols.iter().map(|c| strings(&batches, c)).collect();
+    let hashes = u64s(&batches, "simhash");
+    (0..hashes.len()).map(|i| format!("{} {:?}", values.iter().map(|v| v[i].as_str()).collect::<Vec<_>>().join(" "), hashes[i])).collect()
+}
+
+/// Every row of a store's committed runs and segments, sorted.
 fn stored_content(store: &Path) -> Vec<String> {
     let mut rows = Vec::new();
     for kind in ["runs", "segments"] {
         let Ok(entries) = std::fs::read_dir(store.join(kind)) else { continue };
         for entry in entries {
             let folder = entry.unwrap().path();
-            if !folder.join("_SUCCESS").exists() {
-                continue;
-            }
-            let batches = read_dir(&folder);
-            let cols = ["source", "id", "representative_source", "representative_id", "representative_run", "run"];
-            let values: Vec<Vec<String>> = cols.iter().map(|c| strings(&batches, c)).collect();
-            let hashes = u64s(&batches, "simhash");
-            for (i, h) in hashes.iter().enumerate() {
-                rows.push(format!("{} {h:?}", values.iter().map(|v| v[i].as_str()).collect::<Vec<_>>().join(" ")));
+            if folder.join("_SUCCESS").exists() {
+                rows.extend(folder_rows(&folder));
             }
         }
     }
     rows.sort();
     rows
+}
+
+/// Three nights of the sample into `dir/store`, reports in `dir/reports`.
+fn three_nights(dir: &Path) -> (PathBuf, PathBuf) {
+    drops(dir);
+    let (store, reports) = (dir.join("store"), dir.join("reports"));
+    for n in NIGHTS {
+        ok(&night(dir, store.to_str().unwrap(), n, reports.to_str().unwrap(), &[]));
+    }
+    (store, reports)
 }
 
 fn store_info(store: &Path) -> serde_json::Value {
@@ -454,13 +466,8 @@ fn compaction_gives_the_same_next_night() {
 #[test]
 fn a_killed_compaction_leaves_a_store_that_a_rerun_completes() {
     let dir = tempfile::tempdir().unwrap();
-    drops(dir.path());
-    let store = dir.path().join("store");
-    let reports = dir.path().join("reports");
-    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
-    for n in NIGHTS {
-        ok(&night(dir.path(), s, n, r, &[]));
-    }
+    let (store, _) = three_nights(dir.path());
+    let s = store.to_str().unwrap();
     let before = stored_content(&store);
     for delay_ms in [5, 20, 50, 90, 150, 250] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
@@ -486,15 +493,8 @@ fn a_killed_compaction_leaves_a_store_that_a_rerun_completes() {
 /// segment covers (what `store info` lists).
 fn stored_content_visible(store: &Path) -> Vec<String> {
     let info = store_info(store);
-    let mut rows = Vec::new();
-    for part in info["segments"].as_array().unwrap().iter().chain(info["runs"].as_array().unwrap()) {
-        let batches = read_dir(&store.join(part["folder"].as_str().unwrap()));
-        let cols = ["source", "id", "representative_source", "representative_id", "representative_run", "run"];
-        let values: Vec<Vec<String>> = cols.iter().map(|c| strings(&batches, c)).collect();
-        for (i, h) in u64s(&batches, "simhash").iter().enumerate() {
-            rows.push(format!("{} {h:?}", values.iter().map(|v| v[i].as_str()).collect::<Vec<_>>().join(" ")));
-        }
-    }
+    let parts = info["segments"].as_array().unwrap().iter().chain(info["runs"].as_array().unwrap());
+    let mut rows: Vec<String> = parts.flat_map(|part| folder_rows(&store.join(part["folder"].as_str().unwrap()))).collect();
     rows.sort();
     rows
 }
@@ -622,13 +622,7 @@ fn a_store_of_the_first_layout_is_refused_with_what_to_do() {
 #[test]
 fn a_night_reads_the_store_by_its_keys_and_reports_what_it_read() {
     let dir = tempfile::tempdir().unwrap();
-    drops(dir.path());
-    let store = dir.path().join("store");
-    let reports = dir.path().join("reports");
-    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
-    for n in NIGHTS {
-        ok(&night(dir.path(), s, n, r, &[]));
-    }
+    let (store, reports) = three_nights(dir.path());
     let first = summary(&reports.join(NIGHTS[0]));
     assert_eq!(first["store"]["read"]["store_bytes"], 0, "a first night reads no store");
     let last = summary(&reports.join(NIGHTS[2]));

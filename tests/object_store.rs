@@ -179,6 +179,20 @@ fn dedup_reads_and_writes_azure_blob_storage() {
     result
 }
 
+/// The sample's news split into two nightly drops, `DIR/drops/2026-11-0{1,2}/`.
+fn two_drops(dir: &std::path::Path) -> std::path::PathBuf {
+    let drops = dir.join("drops");
+    for (k, night) in ["2026-11-01", "2026-11-02"].iter().enumerate() {
+        std::fs::create_dir_all(drops.join(night)).unwrap();
+        let news = format!("news={}", sample("news.parquet"));
+        ok(&neardup(&["sql", "-t", &news, "-c", &format!(
+            "COPY (SELECT id, text FROM news WHERE hash64(id) % 2 = {k}) TO '{}' STORED AS PARQUET",
+            drops.join(night).join("p.parquet").display()
+        )]));
+    }
+    drops
+}
+
 /// A faulty network between neardup and the store (tests/faulty_proxy.py):
 /// every third request answered with 503 and every request delayed, during
 /// two nightly runs into a store in the bucket. The client retries with
@@ -190,15 +204,7 @@ fn a_faulty_store_is_retried_then_fails_clearly() {
     let Some(s3) = start_s3() else { return };
     let python = std::env::var("NEARDUP_PYTHON").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let drops = dir.path().join("drops");
-    for (k, night) in ["2026-11-01", "2026-11-02"].iter().enumerate() {
-        std::fs::create_dir_all(drops.join(night)).unwrap();
-        let news = format!("news={}", sample("news.parquet"));
-        ok(&neardup(&["sql", "-t", &news, "-c", &format!(
-            "COPY (SELECT id, text FROM news WHERE hash64(id) % 2 = {k}) TO '{}' STORED AS PARQUET",
-            drops.join(night).join("p.parquet").display()
-        )]));
-    }
+    let drops = two_drops(dir.path());
     let night = |env: &[(&str, String)], store: &str, reports: &str, id: &str| {
         let input = format!("crawl={}/{{run_id}}/", drops.display());
         let output = format!("{reports}/{{run_id}}");
@@ -261,15 +267,7 @@ fn two_nights_at_once_on_a_bucket_store_take_turns() {
     let Some(s3) = start_s3() else { return };
     let python = std::env::var("NEARDUP_PYTHON").unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let drops = dir.path().join("drops");
-    for (k, night) in ["2026-11-01", "2026-11-02"].iter().enumerate() {
-        std::fs::create_dir_all(drops.join(night)).unwrap();
-        let news = format!("news={}", sample("news.parquet"));
-        ok(&neardup(&["sql", "-t", &news, "-c", &format!(
-            "COPY (SELECT id, text FROM news WHERE hash64(id) % 2 = {k}) TO '{}' STORED AS PARQUET",
-            drops.join(night).join("p.parquet").display()
-        )]));
-    }
+    let drops = two_drops(dir.path());
     let store = "s3://archive/lease-store";
     let reports = dir.path().join("reports");
     let args = |id: &str| -> Vec<String> {
