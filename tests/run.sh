@@ -33,13 +33,15 @@ fi
 
 cargo test --locked "$@"
 
-# The performance suite's quick mode: small slices, the dev build, every
+# The performance suite's and the store benchmark's quick modes: small slices, the dev build, every
 # section and peer, no time asserted (it proves the suite runs; the join's
 # exactness is checked on the way). Only in a full run, and only beside the
 # shared data.
 if [[ $# -eq 0 ]]; then
   if [[ -d ../shared/data ]]; then
     python3 bench/perf/run.py --quick --out target/perf-quick
+    # The store benchmark's quick mode: small stores and nights, the dev build.
+    python3 bench/store/run.py --quick --out target/store-quick
   else
     echo "tests/run.sh: SKIPPED the performance suite's quick mode (no ../shared/data)" >&2
   fi

@@ -460,7 +460,8 @@ async fn fetch_touched(
         // The stored documents that stand for one of tonight's fingerprints
         // in the check (the first by source and id, sql/92_store_term_sets.sql)
         // with MinHash keys that none of tonight's documents of that
-        // fingerprint has.
+        // fingerprint has. (Lists are compared as text: the sort-merge joins
+        // of --memory-limit cannot compare lists.)
         let extra = format!(
             "COPY (SELECT simhash, minhash FROM ( \
                SELECT simhash, minhash, stored_row, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r \
@@ -469,7 +470,8 @@ async fn fetch_touched(
                      SELECT simhash, source, id, minhash, true AS stored_row FROM stored \
                      WHERE simhash IN (SELECT simhash FROM fingerprints))) t \
              WHERE r = 1 AND stored_row \
-               AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.simhash = t.simhash AND f.minhash = t.minhash)) \
+               AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.simhash = t.simhash \
+                                 AND array_to_string(f.minhash, ',') = array_to_string(t.minhash, ','))) \
              TO {} STORED AS PARQUET",
             literal(&extra_path)
         );
