@@ -590,16 +590,21 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
         &format!(
             "SELECT count(*), \
                     COALESCE(sum(CASE WHEN NOT is_representative THEN 1 ELSE 0 END), 0), \
-                    COALESCE(sum(CASE WHEN NOT is_representative AND representative_run <> {run} THEN 1 ELSE 0 END), 0), \
-                    count(DISTINCT (representative_source, representative_id)) \
+                    COALESCE(sum(CASE WHEN NOT is_representative AND representative_run <> {run} THEN 1 ELSE 0 END), 0) \
              FROM night_clusters",
             run = literal(&store.run_id)
         ),
     )
     .await?;
     let c = &counts[0];
-    let (in_clusters, duplicates, of_stored, clusters) =
-        (column_u64(c, 0)?.value(0), column_u64(c, 1)?.value(0), column_u64(c, 2)?.value(0), column_u64(c, 3)?.value(0));
+    let (in_clusters, duplicates, of_stored) = (column_u64(c, 0)?.value(0), column_u64(c, 1)?.value(0), column_u64(c, 2)?.value(0));
+    // Not count(DISTINCT (a, b)): DataFusion 55 reserves an absurd amount of
+    // memory for a distinct struct, which a --memory-limit pool refuses.
+    let clusters = scalar_u64(
+        ctx,
+        "SELECT count(*) FROM (SELECT DISTINCT representative_source, representative_id FROM night_clusters)",
+    )
+    .await?;
     let pairs = scalar_u64(ctx, "SELECT count(*) FROM night_pairs").await?;
     let added = scalar_u64(ctx, "SELECT count(*) FROM night").await?;
 
