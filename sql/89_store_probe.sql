@@ -4,13 +4,16 @@
 -- memory from {{index}}, for equal fingerprints, fingerprints within k
 -- (exactly, through the bands of {{m}} blocks) and shared MinHash keys.
 -- Nothing stored is recomputed or rewritten; the bulky columns of the
--- fingerprints listed here are then fetched by page (`stored`), and the
--- statements 91–96 read only those.
-SELECT DISTINCT simhash
+-- fingerprints listed here are then fetched by page into `stored` (of each
+-- fingerprint, its first row by source and id and its first by run, source
+-- and id: all that 90–96 read of it).
+-- `file` numbers the data file of the row: a touched fingerprint's rows are
+-- fetched from the files that hold it only.
+SELECT DISTINCT file, simhash
 FROM (
-  SELECT simhash, night_partners(simhash, minhash, {{index}}, {{version}}, {{k}}, {{m}}) AS partners
+  SELECT file, simhash, night_partners(simhash, minhash, {{index}}, {{version}}, {{k}}, {{m}}) AS partners
   FROM stored_runs
   WHERE simhash IS NOT NULL
 )
 WHERE cardinality(partners) > 0
-ORDER BY simhash
+ORDER BY file, simhash

@@ -25,7 +25,6 @@
 //! and only their rows are fetched, page by page through the page index
 //! ([`crate::storage::fetch`]). Nothing stored is recomputed or rewritten.
 
-use std::ops::Not;
 use std::sync::Arc;
 
 use datafusion::arrow::array::Array;
@@ -219,14 +218,43 @@ impl StoreRun {
         (self.earlier.len() + self.segments.iter().map(|s| s.runs.len()).sum::<usize>()) as u64
     }
 
-    /// Register the earlier runs as table `stored_runs` (nothing when there
-    /// are none): read by their compact columns only.
+    /// Register the earlier runs as view `stored_runs` (nothing when there
+    /// are none), read by their compact columns only. Its column `file`
+    /// numbers the data file of each row (in [`StoreRun::earlier_files`]'
+    /// order), so that a fingerprint's rows are fetched from the files that
+    /// hold it, and no other.
     pub async fn register_earlier(&self, ctx: &SessionContext) -> Result<()> {
         if self.is_first() {
             return Ok(());
         }
-        register_parquet_files(ctx, "stored_runs", &self.earlier_files()).await?;
+        let mut parts = Vec::new();
+        for (i, file) in self.earlier_files().iter().enumerate() {
+            register_parquet_files(ctx, &format!("stored_file_{i}"), std::slice::from_ref(file)).await?;
+            parts.push(format!("SELECT {i} AS file, doc_key, simhash, minhash FROM stored_file_{i}"));
+        }
+        collect(ctx, &format!("CREATE VIEW stored_runs AS {}", parts.join(" UNION ALL "))).await?;
         Ok(())
+    }
+
+    /// Rows `(file, simhash)` as each earlier file's sorted, distinct
+    /// fingerprints, and whether it has a NULL one among them.
+    fn wanted_by_file(&self, batches: &[datafusion::arrow::array::RecordBatch]) -> Result<Vec<(Vec<u64>, bool)>> {
+        let mut wanted = vec![(Vec::new(), false); self.earlier_files().len()];
+        for b in batches {
+            let (files, hashes) = (column_u64(b, 0)?, column_u64(b, 1)?);
+            for i in 0..b.num_rows() {
+                let w = &mut wanted[files.value(i) as usize];
+                match hashes.is_null(i) {
+                    true => w.1 = true,
+                    false => w.0.push(hashes.value(i)),
+                }
+            }
+        }
+        for w in &mut wanted {
+            w.0.sort_unstable();
+            w.0.dedup();
+        }
+        Ok(wanted)
     }
 
     /// Bytes of the earlier runs' data files.
@@ -254,22 +282,15 @@ impl StoreRun {
         let started = std::time::Instant::now();
         let (batches, scanned) = collect_measured(
             ctx,
-            "SELECT DISTINCT s.simhash FROM stored_runs s \
+            "SELECT DISTINCT s.file, s.simhash FROM stored_runs s \
              WHERE s.doc_key IN (SELECT hash64(source || chr(0) || id) FROM documents_input)",
         )
         .await?;
         reads.probe_bytes += scanned;
-        let mut wanted = Vec::new();
-        let mut nulls = false;
-        for b in &batches {
-            let s = column_u64(b, 0)?;
-            nulls |= s.null_count() > 0;
-            wanted.extend(s.iter().flatten());
-        }
+        let wanted = self.wanted_by_file(&batches)?;
         let mut found = Vec::new();
-        if !wanted.is_empty() || nulls {
-            wanted.sort_unstable();
-            let (rows, _, fetched) = rows_by_key(ctx, &self.earlier_files(), "simhash", &wanted, nulls).await?;
+        if wanted.iter().any(|w| !w.0.is_empty() || w.1) {
+            let (rows, _, fetched) = rows_by_key(ctx, &self.earlier_files(), "simhash", &wanted).await?;
             reads.fetch_bytes += fetched.bytes;
             reads.fetch_objects += fetched.objects;
             let mut stored = std::collections::HashSet::new();
@@ -418,70 +439,45 @@ async fn fetch_touched(
     } else {
         "NULL".into()
     };
-    let mut touched: Vec<u64> = Vec::new();
-    let mut index = (index_path, m);
-    // Two passes at most. A fingerprint of tonight's whose term set is
-    // represented by a stored document (the first by source and id) has that
-    // document's MinHash keys in the check's statements, which tonight's own
-    // documents may not have: the second pass probes the store with those keys.
-    for pass in 0..2 {
-        // The index's cache key in night_partners: unique to this write of it.
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let version = format!("{}-{nanos}", std::process::id());
-        let started = std::time::Instant::now();
-        let statement = render(
-            sql::STORE_PROBE,
-            &[("index", &literal(&index.0)), ("version", &literal(&version)), ("k", &k.to_string()), ("m", &index.1)],
-        );
-        let (batches, scanned) = collect_measured(ctx, &statement).await?;
-        reads.probe_bytes += scanned;
-        reads.probe_ms += started.elapsed().as_millis() as u64;
-        for b in &batches {
-            touched.extend(column_u64(b, 0)?.iter().flatten());
-        }
-        touched.sort_unstable();
-        touched.dedup();
+    // The index's cache key in night_partners: unique to this write of it.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let version = format!("{}-{nanos}", std::process::id());
+    let started = std::time::Instant::now();
+    let statement = render(
+        sql::STORE_PROBE,
+        &[("index", &literal(&index_path)), ("version", &literal(&version)), ("k", &k.to_string()), ("m", &m)],
+    );
+    let (batches, scanned) = collect_measured(ctx, &statement).await?;
+    reads.probe_bytes += scanned;
+    reads.probe_ms = started.elapsed().as_millis() as u64;
+    let wanted = store.wanted_by_file(&batches)?;
+    let mut touched: Vec<u64> = wanted.iter().flat_map(|w| w.0.iter().copied()).collect();
+    touched.sort_unstable();
+    touched.dedup();
 
-        let started = std::time::Instant::now();
-        let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &touched, false).await?;
-        reads.fetch_bytes += fetched.bytes;
-        reads.fetch_objects += fetched.objects;
-        reads.fetched_rows = fetched.rows;
-        let schema = schema.ok_or_else(|| Error::runtime(format!("store '{}' has no readable runs", store.url)))?;
-        let name = format!("_work/stored-{pass}.parquet");
-        out.put(&name, write_batches(schema, &rows)?).await?;
-        let _ = ctx.deregister_table("stored");
-        register_parquet(ctx, "stored", &out.staged(&name)).await?;
-        reads.fetch_ms += started.elapsed().as_millis() as u64;
-        if pass == 1 || join.candidates.minhash().not() {
-            break;
-        }
-        let extra_path = out.staged("_work/night_index_stored.parquet");
-        // The stored documents that stand for one of tonight's fingerprints
-        // in the check (the first by source and id, sql/92_store_term_sets.sql)
-        // with MinHash keys that none of tonight's documents of that
-        // fingerprint has. (Lists are compared as text: the sort-merge joins
-        // of --memory-limit cannot compare lists.)
-        let extra = format!(
-            "COPY (SELECT simhash, minhash FROM ( \
-               SELECT simhash, minhash, stored_row, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r \
-               FROM (SELECT simhash, source, id, minhash, false AS stored_row FROM fingerprints WHERE simhash IS NOT NULL \
-                     UNION ALL \
-                     SELECT simhash, source, id, minhash, true AS stored_row FROM stored \
-                     WHERE simhash IN (SELECT simhash FROM fingerprints))) t \
-             WHERE r = 1 AND stored_row \
-               AND NOT EXISTS (SELECT 1 FROM fingerprints f WHERE f.simhash = t.simhash \
-                                 AND array_to_string(f.minhash, ',') = array_to_string(t.minhash, ','))) \
-             TO {} STORED AS PARQUET",
-            literal(&extra_path)
-        );
-        collect(ctx, &extra).await?;
-        register_parquet(ctx, "night_index_stored", &extra_path).await?;
-        if scalar_u64(ctx, "SELECT count(*) FROM night_index_stored").await? == 0 {
-            break;
-        }
-        index = (extra_path, "NULL".to_string());
-    }
+    let started = std::time::Instant::now();
+    let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &wanted).await?;
+    reads.fetch_bytes += fetched.bytes;
+    reads.fetch_objects += fetched.objects;
+    reads.fetched_rows = fetched.rows;
+    let schema = schema.ok_or_else(|| Error::runtime(format!("store '{}' has no readable runs", store.url)))?;
+    out.put("_work/stored_fetched.parquet", write_batches(schema, &rows)?).await?;
+    register_parquet(ctx, "stored_fetched", &out.staged("_work/stored_fetched.parquet")).await?;
+    // Of a fingerprint's stored rows (thousands, for a popular repost) the
+    // night's statements read two: the first by source and id (its term set
+    // and anchor) and the first by run, source and id (its cluster's
+    // representative).
+    let stored_path = out.staged("_work/stored.parquet");
+    let first_rows = format!(
+        "COPY (SELECT * EXCLUDE (r1, r2) FROM ( \
+           SELECT *, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r1, \
+                     row_number() OVER (PARTITION BY simhash ORDER BY run, source, id) AS r2 \
+           FROM stored_fetched) WHERE r1 = 1 OR r2 = 1) TO {} STORED AS PARQUET",
+        literal(&stored_path)
+    );
+    collect(ctx, &first_rows).await?;
+    register_parquet(ctx, "stored", &stored_path).await?;
+    reads.fetch_ms = started.elapsed().as_millis() as u64;
     reads.touched_fingerprints = touched.len() as u64;
     Ok(())
 }

@@ -116,19 +116,24 @@ fn pages_to_read(meta: &ParquetMetaData, rg: usize, col: usize, wanted: &[u64], 
 }
 
 /// The rows of the Parquet `files` whose `column` (UInt64, sorted within
-/// each file) is in the sorted, distinct `wanted`, or NULL when `nulls`.
-/// Returns the rows, the schema of the files, and what was read.
+/// each file) is in that file's sorted, distinct `wanted` values, or NULL
+/// when its flag says so: `wanted[i]` is for `files[i]`, and a file with
+/// nothing wanted is not opened. Returns the rows, the schema of the files
+/// (of the first file, when none is opened), and what was read.
 pub async fn rows_by_key(
     ctx: &SessionContext,
     files: &[String],
     column: &str,
-    wanted: &[u64],
-    nulls: bool,
+    wanted: &[(Vec<u64>, bool)],
 ) -> Result<(Vec<RecordBatch>, Option<SchemaRef>, Fetched)> {
     let bytes = Arc::new(AtomicU64::new(0));
     let mut fetched = Fetched::default();
     let (mut batches, mut schema) = (Vec::new(), None);
-    for url in files {
+    for (i, url) in files.iter().enumerate() {
+        let (wanted, nulls) = (wanted[i].0.as_slice(), wanted[i].1);
+        if wanted.is_empty() && !nulls && (schema.is_some() || i + 1 < files.len()) {
+            continue;
+        }
         let reader = open(ctx, url, bytes.clone()).await?;
         let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
         let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
