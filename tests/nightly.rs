@@ -63,6 +63,14 @@ fn store_rows(store: &Path) -> Vec<BTreeMap<String, String>> {
     rows
 }
 
+/// Start neardup with `args` and kill it after `delay_ms` milliseconds.
+fn run_killed(args: &[&str], delay_ms: u64) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neardup")).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(delay_ms));
+    let _ = child.kill();
+    child.wait().unwrap();
+}
+
 /// Connected components (of two or more documents) of the union of pairs.
 fn components_of(pairs: &[(String, String)]) -> BTreeSet<BTreeSet<String>> {
     let mut parent: BTreeMap<String, String> = BTreeMap::new();
@@ -220,11 +228,8 @@ fn an_earlier_representative_is_never_replaced() {
 #[test]
 fn incompatible_settings_and_bad_run_ids_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    drops(dir.path());
-    let store = dir.path().join("store");
-    let reports = dir.path().join("reports");
+    let (store, reports) = first_night(dir.path());
     let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
-    ok(&night(dir.path(), s, NIGHTS[0], r, &[]));
     let o = night(dir.path(), s, NIGHTS[1], r, &["--tokenizer", "char-3"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("tokenizer") && stderr(&o).contains("other settings"), "{}", stderr(&o));
@@ -262,15 +267,7 @@ fn a_killed_night_reruns_to_the_same_result() {
     for delay_ms in [20, 60, 120, 200, 300, 450] {
         let input = format!("crawl={}/drops/{{run_id}}/", dir.path().display());
         let output = format!("{r}/{{run_id}}");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
-            .args(["dedup", "-q", "-i", &input, "--store", s, "--run-id", NIGHTS[1], "-o", &output])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        child.wait().unwrap();
+        run_killed(&["dedup", "-q", "-i", &input, "--store", s, "--run-id", NIGHTS[1], "-o", &output], delay_ms);
     }
     for n in &NIGHTS[1..] {
         ok(&night(dir.path(), s, n, r, &[]));
@@ -389,6 +386,14 @@ fn stored_content(store: &Path) -> Vec<String> {
     rows
 }
 
+/// The sample's drops, and the first night into `dir/store`, reports in `dir/reports`.
+fn first_night(dir: &Path) -> (PathBuf, PathBuf) {
+    drops(dir);
+    let (store, reports) = (dir.join("store"), dir.join("reports"));
+    ok(&night(dir, store.to_str().unwrap(), NIGHTS[0], reports.to_str().unwrap(), &[]));
+    (store, reports)
+}
+
 /// Three nights of the sample into `dir/store`, reports in `dir/reports`.
 fn three_nights(dir: &Path) -> (PathBuf, PathBuf) {
     drops(dir);
@@ -470,15 +475,7 @@ fn a_killed_compaction_leaves_a_store_that_a_rerun_completes() {
     let s = store.to_str().unwrap();
     let before = stored_content(&store);
     for delay_ms in [5, 20, 50, 90, 150, 250] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
-            .args(["store", "compact", "--store", s])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        child.wait().unwrap();
+        run_killed(&["store", "compact", "--store", s], delay_ms);
         // Whatever the moment, the store reads as all its rows, once.
         assert_eq!(stored_content_visible(&store), before, "after a kill at {delay_ms} ms");
     }
@@ -516,11 +513,8 @@ fn this_host() -> String {
 #[test]
 fn a_held_store_turns_a_second_run_away_and_a_stale_lease_expires() {
     let dir = tempfile::tempdir().unwrap();
-    drops(dir.path());
-    let store = dir.path().join("store");
-    let reports = dir.path().join("reports");
+    let (store, reports) = first_night(dir.path());
     let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
-    ok(&night(dir.path(), s, NIGHTS[0], r, &[]));
     // Held by a live process (this test) of this host: exit 1, naming the holder.
     plant_lease(&store, "run '2026-11-01-slow'", &this_host(), std::process::id(), 600);
     let o = night(dir.path(), s, NIGHTS[1], r, &[]);
@@ -608,11 +602,8 @@ fn a_night_is_the_same_bytes_whatever_the_parallelism() {
 #[test]
 fn a_store_of_the_first_layout_is_refused_with_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
-    drops(dir.path());
-    let store = dir.path().join("store");
-    let reports = dir.path().join("reports");
+    let (store, reports) = first_night(dir.path());
     let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
-    ok(&night(dir.path(), s, NIGHTS[0], r, &[]));
     let manifest = store.join("store.json");
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
     m["format"] = 1.into();
