@@ -410,6 +410,7 @@ async fn fetch_touched(
     join: &super::config::JoinOptions,
     out: &OutputDir,
     keep_key: &str,
+    stored: u64,
     reads: &mut StoreReads,
 ) -> Result<()> {
     if store.is_first() {
@@ -430,7 +431,6 @@ async fn fetch_touched(
     collect(ctx, &index).await?;
     let k = join.max_hamming;
     let m = if join.candidates.simhash() {
-        let stored = scalar_u64(ctx, "SELECT count(*) FROM stored_runs").await?;
         let plan = match join.blocks {
             Some(m) => BandPlan::new(k, m),
             None => BandPlan::auto(k, stored),
@@ -494,7 +494,7 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
     let stored_documents =
         if store.is_first() { 0 } else { scalar_u64(ctx, "SELECT count(*) FROM stored_runs").await? };
     let mut reads = night.reads.clone();
-    fetch_touched(ctx, store, join, out, keep_key, &mut reads).await?;
+    fetch_touched(ctx, store, join, out, keep_key, stored_documents, &mut reads).await?;
 
     let sets_path = out.staged("_work/term_sets.parquet");
     collect(ctx, &render(sql::STORE_TERM_SETS, &[("path", &literal(&sets_path))])).await?;

@@ -146,3 +146,34 @@ impl TextSettings {
         Ok(TextSettings { analyzer, mode })
     }
 }
+
+/// A table a function reads once per process (a df model, tonight's index),
+/// kept for the latest `capacity` keys.
+pub(crate) struct ProcessCache<T> {
+    entries: std::sync::Mutex<std::collections::VecDeque<(String, Arc<T>)>>,
+    capacity: usize,
+}
+
+impl<T> ProcessCache<T> {
+    pub const fn new(capacity: usize) -> Self {
+        ProcessCache { entries: std::sync::Mutex::new(std::collections::VecDeque::new()), capacity }
+    }
+
+    /// The value under `key`, or `load`'s, kept. The lock is held while
+    /// loading: the other partitions need the same table anyway.
+    pub fn get_or_load(&self, key: String, load: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
+        let mut entries = self
+            .entries
+            .lock()
+            .map_err(|_| datafusion::error::DataFusionError::Execution("a function's table cache is poisoned".into()))?;
+        if let Some((_, value)) = entries.iter().find(|(k, _)| *k == key) {
+            return Ok(value.clone());
+        }
+        let value = Arc::new(load()?);
+        if entries.len() == self.capacity {
+            entries.pop_front();
+        }
+        entries.push_back((key, value.clone()));
+        Ok(value)
+    }
+}

@@ -10,8 +10,7 @@
 //! itself, as it builds its own analyzer, so the function stays stateless
 //! from the plan's point of view.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StructArray, UInt64Array};
@@ -23,7 +22,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use object_store::ObjectStoreExt;
 use parquet::arrow::ProjectionMask;
 
-use super::args::{doc, finish, is_string, scalar_str, to_arrays};
+use super::args::{doc, finish, is_string, scalar_str, to_arrays, ProcessCache};
 use crate::fingerprint::{fixed_weight, SimHasher};
 use crate::text::HashKeyed;
 use super::term_stats::FactorColumns;
@@ -200,23 +199,14 @@ impl ScalarUDFImpl for IdfSimhash {
 /// The df table at `urls` (one or more files, line-separated), from the
 /// process's cache or read now.
 fn model(urls: &str, version: &str) -> Result<Arc<DfTable>> {
-    static CACHE: OnceLock<Mutex<VecDeque<(String, Arc<DfTable>)>>> = OnceLock::new();
-    let key = format!("{urls}\n{version}");
-    // Held while reading: the other partitions need the same table anyway.
-    let mut cache = CACHE.get_or_init(Default::default).lock().map_err(|_| execution("model cache poisoned"))?;
-    if let Some((_, table)) = cache.iter().find(|(k, _)| *k == key) {
-        return Ok(table.clone());
-    }
-    let mut table = DfTable::default();
-    for url in urls.lines().filter(|u| !u.is_empty()) {
-        read_df_file(url, &mut table)?;
-    }
-    let table = Arc::new(table);
-    if cache.len() == CACHED_MODELS {
-        cache.pop_front();
-    }
-    cache.push_back((key, table.clone()));
-    Ok(table)
+    static CACHE: ProcessCache<DfTable> = ProcessCache::new(CACHED_MODELS);
+    CACHE.get_or_load(format!("{urls}\n{version}"), || {
+        let mut table = DfTable::default();
+        for url in urls.lines().filter(|u| !u.is_empty()) {
+            read_df_file(url, &mut table)?;
+        }
+        Ok(table)
+    })
 }
 
 fn read_df_file(url: &str, into: &mut DfTable) -> Result<()> {

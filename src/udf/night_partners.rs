@@ -8,8 +8,7 @@
 //! streams through its compact columns on every node, each row probing the
 //! same in-memory tables.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use datafusion::arrow::array::{Array, AsArray, ListArray, UInt64Array};
 use datafusion::arrow::buffer::OffsetBuffer;
@@ -20,7 +19,7 @@ use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs,
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
-use super::args::{doc, is_string, scalar_str, scalar_u32, to_arrays};
+use super::args::{doc, is_string, scalar_str, scalar_u32, to_arrays, ProcessCache};
 use super::idf_simhash::fetch;
 use super::term_set::{as_sets, coerce_set, set_values};
 use crate::join::BandPlan;
@@ -140,21 +139,11 @@ impl ScalarUDFImpl for NightPartners {
 
 /// Tonight's index at `url`, from the process's cache or read now.
 fn index(url: &str, version: &str, k: u32, m: Option<u32>) -> Result<Arc<NightIndex>> {
-    type Cache = Mutex<VecDeque<(String, Arc<NightIndex>)>>;
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    let key = format!("{url}\n{version}\n{k}\n{m:?}");
-    // Held while reading: the other partitions need the same index anyway.
-    let mut cache = CACHE.get_or_init(Default::default).lock().map_err(|_| execution("index cache poisoned"))?;
-    if let Some((_, index)) = cache.iter().find(|(k, _)| *k == key) {
-        return Ok(index.clone());
-    }
-    let plan = m.map(|m| BandPlan::new(k, m)).transpose().map_err(execution)?;
-    let index = Arc::new(read_index(url, plan)?);
-    if cache.len() == CACHED_INDEXES {
-        cache.pop_front();
-    }
-    cache.push_back((key, index.clone()));
-    Ok(index)
+    static CACHE: ProcessCache<NightIndex> = ProcessCache::new(CACHED_INDEXES);
+    CACHE.get_or_load(format!("{url}\n{version}\n{k}\n{m:?}"), || {
+        let plan = m.map(|m| BandPlan::new(k, m)).transpose().map_err(execution)?;
+        read_index(url, plan)
+    })
 }
 
 fn read_index(url: &str, plan: Option<BandPlan>) -> Result<NightIndex> {
