@@ -1,14 +1,25 @@
 -- The term set that stands for each distinct fingerprint in MinHash
--- candidates and in the term-set check: that of its first eligible document
--- by (source, id) (see 56_unconfirmed_copies.sql). Written once to the work
--- folder, in row groups of 65,536 rows: the MinHash candidates and both
--- sides of the check read it, on every core.
+-- candidates and in the term-set check: that of its first document by
+-- (source, id) among tonight's rows `{{tonight}}` and the stored rows of the
+-- fingerprints tonight touches (`stored`, empty in a one-shot run).
+-- `tonight` says whether the fingerprint is one of tonight's.
+-- A one-shot run reads `eligible` (its copies that fail the check of their
+-- shared fingerprint are already left out, 56_unconfirmed_copies.sql); a
+-- store run reads all of tonight's `fingerprints`, because its copies are
+-- checked against this very table (93_store_unconfirmed.sql).
+-- Written once to the work folder, in row groups of 65,536 rows: the
+-- MinHash candidates and both sides of the check read it, on every core.
 COPY (
-  SELECT simhash, term_set, minhash
+  SELECT simhash, term_set, minhash, tonight
   FROM (
-    SELECT simhash, term_set, minhash, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
-    FROM eligible
-    WHERE simhash IS NOT NULL
+    SELECT simhash, term_set, minhash,
+           bool_or(tonight) OVER (PARTITION BY simhash) AS tonight,
+           row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
+    FROM (
+      SELECT simhash, source, id, term_set, minhash, true AS tonight FROM {{tonight}} WHERE simhash IS NOT NULL
+      UNION ALL
+      SELECT simhash, source, id, term_set, minhash, false AS tonight FROM stored WHERE simhash IS NOT NULL
+    )
   )
   WHERE r = 1
 ) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '65536')

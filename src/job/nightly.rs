@@ -414,13 +414,7 @@ async fn fetch_touched(
     reads: &mut StoreReads,
 ) -> Result<()> {
     if store.is_first() {
-        let statement = format!(
-            "CREATE VIEW stored AS SELECT source, id, simhash, n_terms, n_chars, term_set, minhash{keep_key}, \
-             source AS representative_source, id AS representative_id, CAST(NULL AS VARCHAR) AS representative_run, \
-             CAST(NULL AS VARCHAR) AS run FROM fingerprints WHERE false"
-        );
-        collect(ctx, &statement).await?;
-        return Ok(());
+        return register_nothing_stored(ctx, keep_key).await;
     }
     reads.store_bytes = store.earlier_bytes(ctx).await?;
     let index_path = out.staged("_work/night_index.parquet");
@@ -482,6 +476,17 @@ async fn fetch_touched(
     Ok(())
 }
 
+/// Register `stored` with no rows, for a store's first night.
+async fn register_nothing_stored(ctx: &SessionContext, keep_key: &str) -> Result<()> {
+    let statement = format!(
+        "CREATE VIEW stored AS SELECT source, id, simhash, n_terms, n_chars, term_set, minhash{keep_key}, \
+         source AS representative_source, id AS representative_id, CAST(NULL AS VARCHAR) AS representative_run, \
+         CAST(NULL AS VARCHAR) AS run FROM fingerprints WHERE false"
+    );
+    collect(ctx, &statement).await?;
+    Ok(())
+}
+
 /// The store stages: pairs with tonight's fingerprints, representatives,
 /// the run's partition (committed here) and the night's report (staged in
 /// `out`, committed by the caller).
@@ -497,7 +502,7 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
     fetch_touched(ctx, store, join, out, keep_key, stored_documents, &mut reads).await?;
 
     let sets_path = out.staged("_work/term_sets.parquet");
-    collect(ctx, &render(sql::STORE_TERM_SETS, &[("path", &literal(&sets_path))])).await?;
+    collect(ctx, &render(sql::TERM_SETS, &[("tonight", "fingerprints"), ("path", &literal(&sets_path))])).await?;
     register_parquet(ctx, "term_sets", &sets_path).await?;
     let verify = join.verify;
     let unconfirmed = match verify.measure() {
@@ -524,7 +529,7 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
          UNION SELECT simhash FROM stored WHERE simhash IS NOT NULL)",
     )
     .await?;
-    let found = near_pairs(ctx, join, out, (sql::STORE_NEAR_PAIRS, sql::STORE_MINHASH_CANDIDATES), known, progress, |n, sources| {
+    let found = near_pairs(ctx, join, out, known, progress, |n, sources| {
         format!("{n} candidate pairs of tonight's fingerprints among {known} known ({sources})")
     })
     .await?;

@@ -889,7 +889,6 @@ pub(super) async fn near_pairs(
     ctx: &SessionContext,
     join: &JoinOptions,
     out: &OutputDir,
-    (simhash_sql, minhash_sql): (&str, &str),
     distinct: u64,
     progress: &mut Progress,
     describe: impl Fn(u64, &str) -> String,
@@ -904,13 +903,13 @@ pub(super) async fn near_pairs(
         }
         .map_err(Error::Input)?;
         let path = out.staged("_work/candidates/simhash.parquet");
-        collect(ctx, &render(simhash_sql, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
+        collect(ctx, &render(sql::NEAR_PAIRS, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
         sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
         plan = Some(p);
     }
     if join.candidates.minhash() {
         let path = out.staged("_work/candidates/minhash.parquet");
-        collect(ctx, &render(minhash_sql, &[("path", &literal(&path))])).await?;
+        collect(ctx, &render(sql::MINHASH_CANDIDATES, &[("path", &literal(&path))])).await?;
         sources.push(format!("MinHash {}", join.minhash));
     }
     let candidates_path = out.staged("_work/candidates/");
@@ -950,6 +949,9 @@ async fn join_stages(
 ) -> Result<Summary> {
     progress.begin("join", None);
     let k = join.max_hamming;
+    // A one-shot run is a store's first night: nothing is stored (the
+    // shared statements 50, 51 and 57 read `stored`).
+    collect(ctx, "CREATE VIEW stored AS SELECT * FROM fingerprints WHERE false").await?;
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
 
@@ -966,7 +968,7 @@ async fn join_stages(
             let rejected = unconfirmed_copies(&batches, verify)?;
             eligible_without(ctx, out, &rejected).await?;
             let sets_path = out.staged("_work/term_sets.parquet");
-            collect(ctx, &render(sql::TERM_SETS, &[("path", &literal(&sets_path))])).await?;
+            collect(ctx, &render(sql::TERM_SETS, &[("tonight", "eligible"), ("path", &literal(&sets_path))])).await?;
             register_parquet(ctx, "term_sets", &sets_path).await?;
             rejected.len() as u64
         }
@@ -974,7 +976,7 @@ async fn join_stages(
 
     // Candidate pairs of distinct fingerprints: the banded join, MinHash
     // bands, or both; then the term-set check.
-    let found = near_pairs(ctx, join, out, (sql::NEAR_PAIRS, sql::MINHASH_CANDIDATES), distinct, progress, |n, sources| {
+    let found = near_pairs(ctx, join, out, distinct, progress, |n, sources| {
         format!("{n} candidate pairs among {distinct} distinct fingerprints ({sources})")
     })
     .await?;
@@ -1058,8 +1060,8 @@ async fn dry_run(ctx: &SessionContext, spec: &JobSpec, with_join: bool, store: O
     stages.push("fingerprints (40_fingerprints.sql)");
     if store.is_some() {
         stages.extend([
-            "term sets (92_store_term_sets.sql)",
-            "candidates of tonight's fingerprints (90_store_near_pairs.sql, 91_store_minhash_candidates.sql)",
+            "term sets (57_term_sets.sql)",
+            "candidates of tonight's fingerprints (50_near_pairs.sql, 51_minhash_candidates.sql)",
             "verify (55_verified_pairs.sql)",
             "representatives, the run's partition (94_store_run.sql)",
             "report (95_store_clusters.sql, 96_store_pairs.sql)",

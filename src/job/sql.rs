@@ -20,9 +20,6 @@ pub const CLUSTERS: &str = include_str!("../../sql/60_clusters.sql");
 pub const PAIRS: &str = include_str!("../../sql/70_pairs.sql");
 pub const SURVIVORS: &str = include_str!("../../sql/80_survivors.sql");
 pub const STORE_PROBE: &str = include_str!("../../sql/89_store_probe.sql");
-pub const STORE_NEAR_PAIRS: &str = include_str!("../../sql/90_store_near_pairs.sql");
-pub const STORE_MINHASH_CANDIDATES: &str = include_str!("../../sql/91_store_minhash_candidates.sql");
-pub const STORE_TERM_SETS: &str = include_str!("../../sql/92_store_term_sets.sql");
 pub const STORE_UNCONFIRMED: &str = include_str!("../../sql/93_store_unconfirmed.sql");
 pub const STORE_RUN: &str = include_str!("../../sql/94_store_run.sql");
 pub const STORE_CLUSTERS: &str = include_str!("../../sql/95_store_clusters.sql");
@@ -45,9 +42,6 @@ pub const ALL: &[(&str, &str)] = &[
     ("70_pairs.sql", PAIRS),
     ("80_survivors.sql", SURVIVORS),
     ("89_store_probe.sql", STORE_PROBE),
-    ("90_store_near_pairs.sql", STORE_NEAR_PAIRS),
-    ("91_store_minhash_candidates.sql", STORE_MINHASH_CANDIDATES),
-    ("92_store_term_sets.sql", STORE_TERM_SETS),
     ("93_store_unconfirmed.sql", STORE_UNCONFIRMED),
     ("94_store_run.sql", STORE_RUN),
     ("95_store_clusters.sql", STORE_CLUSTERS),
