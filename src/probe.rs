@@ -21,6 +21,7 @@
 //! if it had read the whole store.
 
 use crate::join::BandPlan;
+use crate::minhash::mix;
 use crate::text::HashKeyed;
 
 /// Keys → fingerprints, as one flat list per key (CSR layout): fewer
@@ -36,8 +37,14 @@ struct Multimap {
     /// stranger with probability about 0.5 % (one bit a key passed 6 %, and
     /// each pass cost a lookup answered from memory).
     filter: Vec<u64>,
+    /// The filter's first word in `filter` (see [`huge_page_words`]).
+    first_word: usize,
     word_mask: u64,
 }
+
+/// How many keys ahead [`Multimap::candidates`] asks for filter words: about
+/// the loads a core keeps in flight.
+const AHEAD: usize = 32;
 
 /// The filter word of `key` (from its high bits) and its three bits (three
 /// 6-bit fields of its low bits): keys are uniform hashes already.
@@ -47,44 +54,79 @@ fn filter_slot(key: u64, word_mask: u64) -> (usize, u64) {
     ((key >> 32 & word_mask) as usize, bits)
 }
 
+/// `n` zeroed words, as a buffer and the index of the first: on Linux the
+/// words start on a 2 MiB boundary and the kernel is asked to back them with
+/// huge pages (before they are first written). The filter is tested at
+/// random: with 4 KiB pages each of its megabytes spans 256 pages, and a
+/// random test misses the TLB as well as the cache; with 2 MiB pages the whole
+/// filter stays in the TLB.
+fn huge_page_words(n: usize) -> (Vec<u64>, usize) {
+    const HUGE: usize = 2 << 20;
+    if !cfg!(target_os = "linux") || n * 8 < HUGE {
+        return (vec![0; n], 0);
+    }
+    let buffer = vec![0u64; n + HUGE / 8];
+    let start = buffer.as_ptr() as usize;
+    let first = (start.next_multiple_of(HUGE) - start) / 8;
+    #[cfg(target_os = "linux")]
+    // SAFETY: the range lies inside `buffer`; the advice changes no content.
+    unsafe {
+        libc::madvise(buffer.as_ptr().add(first) as *mut libc::c_void, (n * 8).next_multiple_of(HUGE), libc::MADV_HUGEPAGE)
+    };
+    (buffer, first)
+}
+
+/// Ask the CPU to bring `word` into cache.
+#[inline]
+fn prefetch(word: &u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint, and the address is that of a live `u64`.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(word as *const u64 as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = word;
+}
+
 impl Multimap {
     fn new(mut pairs: Vec<(u64, u64)>) -> Multimap {
         pairs.sort_unstable();
         pairs.dedup();
         // About 16 filter bits per key (at most 2^32 words).
         let words = (pairs.len().max(1) * 16 / 64).next_power_of_two().min(1 << 32);
-        let mut map = Multimap { filter: vec![0; words], word_mask: words as u64 - 1, ..Multimap::default() };
+        let (filter, first_word) = huge_page_words(words);
+        let mut map = Multimap { filter, first_word, word_mask: words as u64 - 1, ..Multimap::default() };
         for group in pairs.chunk_by(|a, b| a.0 == b.0) {
             let key = group[0].0;
             map.slots.insert(key, (map.values.len() as u32, group.len() as u32));
             map.values.extend(group.iter().map(|p| p.1));
             let (word, bits) = filter_slot(key, map.word_mask);
-            map.filter[word] |= bits;
+            map.filter[map.first_word + word] |= bits;
         }
         map
     }
 
-    /// Ask the CPU to bring `key`'s filter word into cache: a row's keys hit
-    /// random words of a filter larger than the cache, and fetching them all
-    /// at once overlaps their misses instead of taking them one by one.
-    #[inline]
-    fn prefetch(&self, key: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let word = &self.filter[filter_slot(key, self.word_mask).0] as *const u64;
-            // SAFETY: a prefetch is a hint; the address is that of an element of `self.filter`.
-            unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(word as *const i8) };
+    /// Indices of the `keys` that pass the filter, appended to `out` in
+    /// order. Most stored keys match nothing, and the filter (megabytes for a
+    /// night of 10^5 documents) does not fit the core's cache, so each test
+    /// waits on memory; asking for the word of the key [`AHEAD`] places
+    /// later first keeps that many loads in flight instead of one.
+    fn candidates(&self, keys: &[u64], out: &mut Vec<u32>) {
+        let filter = &self.filter[self.first_word..];
+        for (j, &key) in keys.iter().enumerate() {
+            if let Some(&later) = keys.get(j + AHEAD) {
+                prefetch(&filter[filter_slot(later, self.word_mask).0]);
+            }
+            let (word, bits) = filter_slot(key, self.word_mask);
+            if filter[word] & bits == bits {
+                out.push(j as u32);
+            }
         }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = key;
     }
 
+    /// The values of a key that passed the filter.
     #[inline]
-    fn get(&self, key: u64) -> &[u64] {
-        let (word, bits) = filter_slot(key, self.word_mask);
-        if self.filter[word] & bits != bits {
-            return &[];
-        }
+    fn lookup(&self, key: u64) -> &[u64] {
         match self.slots.get(&key) {
             Some(&(start, len)) => &self.values[start as usize..(start + len) as usize],
             None => &[],
@@ -106,9 +148,30 @@ fn band_key(band: u32, key: u64) -> u64 {
 #[derive(Debug)]
 pub struct NightIndex {
     plan: Option<BandPlan>,
-    exact: HashKeyed<()>,
+    /// Tonight's fingerprints, keyed by their mixed bits: SimHash bits are
+    /// not uniform, and the filter takes its word and bits from the key.
+    exact: Multimap,
     simhash_bands: Multimap,
     minhash: Multimap,
+}
+
+/// Reusable buffers of [`NightIndex::partners_batch`].
+#[derive(Debug, Default)]
+pub struct ProbeScratch {
+    exact_keys: Vec<u64>,
+    band_keys: Vec<u64>,
+    exact: Vec<u32>,
+    bands: Vec<u32>,
+    minhash: Vec<u32>,
+}
+
+/// The indices in `passed` (sorted) below `end`, taken from its front.
+fn take_below<'a>(passed: &'a [u32], cursor: &mut usize, end: usize) -> &'a [u32] {
+    let start = *cursor;
+    while *cursor < passed.len() && (passed[*cursor] as usize) < end {
+        *cursor += 1;
+    }
+    &passed[start..*cursor]
 }
 
 impl NightIndex {
@@ -116,15 +179,16 @@ impl NightIndex {
     /// `plan` enables the SimHash probe (distance `plan.k`), and documents
     /// without MinHash keys (an empty list) take part through SimHash only.
     pub fn new<'a>(plan: Option<BandPlan>, documents: impl IntoIterator<Item = (u64, &'a [u64])>) -> NightIndex {
-        let mut exact = HashKeyed::default();
+        let mut exact = Vec::new();
         let mut minhash = Vec::new();
         for (fingerprint, keys) in documents {
-            exact.insert(fingerprint, ());
+            exact.push((mix(fingerprint), fingerprint));
             minhash.extend(keys.iter().map(|&k| (k, fingerprint)));
         }
+        let exact = Multimap::new(exact);
         let mut bands = Vec::new();
         if let Some(plan) = &plan {
-            for &fingerprint in exact.keys() {
+            for &fingerprint in &exact.values {
                 bands.extend(plan.keys(fingerprint).map(|(b, key)| (band_key(b, key), fingerprint)));
             }
         }
@@ -133,11 +197,11 @@ impl NightIndex {
 
     /// Tonight's distinct fingerprints.
     pub fn len(&self) -> usize {
-        self.exact.len()
+        self.exact.values.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.exact.is_empty()
+        self.exact.values.is_empty()
     }
 
     /// Distinct MinHash keys indexed.
@@ -148,35 +212,80 @@ impl NightIndex {
     /// Tonight's partners of the stored fingerprint `s` with MinHash keys
     /// `keys`, appended to `out` sorted and without repeats.
     pub fn partners(&self, s: u64, keys: &[u64], out: &mut Vec<u64>) {
-        let start = out.len();
-        if self.exact.contains_key(&s) {
-            out.push(s);
+        let mut ends = Vec::new();
+        self.partners_batch(&[Some(s)], &[0, keys.len()], keys, &mut ProbeScratch::default(), out, &mut ends);
+    }
+
+    /// Tonight's partners of a batch of stored rows: row `i` has the
+    /// fingerprint `fingerprints[i]` (`None`: no partners) and the MinHash
+    /// keys `keys[bounds[i]..bounds[i + 1]]`. Each row's partners are appended
+    /// to `out`, sorted and without repeats, and the end of its list in `out`
+    /// to `ends`.
+    ///
+    /// A batch at a time, because almost every stored key fails the filter
+    /// and the filter's loads are the cost: each kind of key is tested in
+    /// one tight pass ([`Multimap::candidates`]), and only the few that pass
+    /// are looked up, row by row.
+    pub fn partners_batch(
+        &self,
+        fingerprints: &[Option<u64>],
+        bounds: &[usize],
+        keys: &[u64],
+        scratch: &mut ProbeScratch,
+        out: &mut Vec<u64>,
+        ends: &mut Vec<usize>,
+    ) {
+        let ProbeScratch { exact_keys, band_keys, exact, bands, minhash } = scratch;
+        let per_row = self.plan.as_ref().map_or(0, BandPlan::bands);
+        exact_keys.clear();
+        band_keys.clear();
+        for s in fingerprints {
+            let s = s.unwrap_or_default();
+            exact_keys.push(mix(s));
+            if let Some(plan) = &self.plan {
+                band_keys.extend(plan.keys(s).map(|(b, key)| band_key(b, key)));
+            }
         }
-        if let Some(plan) = &self.plan {
-            for (b, key) in plan.keys(s) {
-                for &t in self.simhash_bands.get(band_key(b, key)) {
-                    if (s ^ t).count_ones() <= plan.k {
-                        out.push(t);
+        let first_key = bounds.first().copied().unwrap_or(0);
+        let last_key = bounds.last().copied().unwrap_or(0);
+        for (list, map, keys) in [(&mut *exact, &self.exact, &exact_keys[..]), (&mut *bands, &self.simhash_bands, &band_keys[..]), (&mut *minhash, &self.minhash, &keys[first_key..last_key])] {
+            list.clear();
+            map.candidates(keys, list);
+        }
+        let (mut at_exact, mut at_band, mut at_minhash) = (0, 0, 0);
+        for (i, s) in fingerprints.iter().enumerate() {
+            let passed_exact = take_below(exact, &mut at_exact, i + 1);
+            let passed_bands = take_below(bands, &mut at_band, (i + 1) * per_row);
+            let passed_minhash = take_below(minhash, &mut at_minhash, bounds[i + 1] - first_key);
+            let Some(s) = *s else {
+                ends.push(out.len());
+                continue;
+            };
+            let start = out.len();
+            if !passed_exact.is_empty() && self.exact.lookup(exact_keys[i]).contains(&s) {
+                out.push(s);
+            }
+            if let Some(plan) = &self.plan {
+                for &j in passed_bands {
+                    let near = self.simhash_bands.lookup(band_keys[j as usize]);
+                    out.extend(near.iter().filter(|&&t| (s ^ t).count_ones() <= plan.k));
+                }
+            }
+            for &j in passed_minhash {
+                out.extend_from_slice(self.minhash.lookup(keys[first_key + j as usize]));
+            }
+            if out.len() - start > 1 {
+                out[start..].sort_unstable();
+                let mut kept = start + 1;
+                for i in start + 1..out.len() {
+                    if out[i] != out[kept - 1] {
+                        out[kept] = out[i];
+                        kept += 1;
                     }
                 }
+                out.truncate(kept);
             }
-        }
-        for &key in keys {
-            self.minhash.prefetch(key);
-        }
-        for &key in keys {
-            out.extend_from_slice(self.minhash.get(key));
-        }
-        if out.len() - start > 1 {
-            out[start..].sort_unstable();
-            let mut kept = start + 1;
-            for i in start + 1..out.len() {
-                if out[i] != out[kept - 1] {
-                    out[kept] = out[i];
-                    kept += 1;
-                }
-            }
-            out.truncate(kept);
+            ends.push(out.len());
         }
     }
 }
@@ -238,5 +347,51 @@ mod tests {
         out.clear();
         index.partners(5, &plan.keys(&[mix(12345)]), &mut out);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_batch_equals_its_rows_one_by_one() {
+        // Tonight: 50 documents; stored: 400 rows, some near tonight's
+        // fingerprints, some sharing a MinHash key, some NULL, some without
+        // keys. The batch (filter passes over all rows at once) must give
+        // each row exactly its own partners.
+        let plan = MinHashPlan::new(8, 2).unwrap();
+        let sets: Vec<Vec<u64>> = (0..50u64).map(|d| (0..20).map(|t| mix(d * 100 + t)).collect()).collect();
+        let night: Vec<(u64, Vec<u64>)> = sets.iter().enumerate().map(|(d, set)| (mix(d as u64 + 7), plan.keys(set))).collect();
+        let index = NightIndex::new(Some(BandPlan::new(3, 4).unwrap()), night.iter().map(|(s, k)| (*s, k.as_slice())));
+        let mut fingerprints = Vec::new();
+        let (mut bounds, mut keys) = (vec![0], Vec::new());
+        for r in 0..400u64 {
+            let d = (r % 50) as usize;
+            fingerprints.push(match r % 7 {
+                0 => None,
+                1 => Some(night[d].0 ^ 0b101),
+                2 => Some(night[d].0),
+                _ => Some(mix(r + 1_000_000)),
+            });
+            match r % 3 {
+                0 => keys.extend(plan.keys(&sets[d][..15])),
+                1 => keys.extend(plan.keys(&[mix(r + 9_000_000)])),
+                _ => {}
+            }
+            bounds.push(keys.len());
+        }
+        let (mut out, mut ends) = (Vec::new(), Vec::new());
+        index.partners_batch(&fingerprints, &bounds, &keys, &mut ProbeScratch::default(), &mut out, &mut ends);
+        assert_eq!(ends.len(), 400);
+        let mut start = 0;
+        let mut found = 0;
+        for (i, s) in fingerprints.iter().enumerate() {
+            let mut alone = Vec::new();
+            if let Some(s) = s {
+                index.partners(*s, &keys[bounds[i]..bounds[i + 1]], &mut alone);
+            }
+            assert_eq!(&out[start..ends[i]], alone.as_slice(), "row {i}");
+            found += usize::from(!alone.is_empty());
+            start = ends[i];
+        }
+        // Rows 1 and 2 (mod 7) are near or equal, and a third of all rows
+        // share 15 of 20 terms with a tonight's document.
+        assert!(found > 400 * 2 / 7 + 30, "{found} rows with partners");
     }
 }

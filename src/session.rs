@@ -131,6 +131,17 @@ pub fn new_context(options: &EngineOptions) -> Result<SessionContext> {
     Ok(SessionContext::new_with_state(state))
 }
 
+/// `ctx`, with hash joins preferred: for a statement whose join has one side
+/// known to be small, such as tonight's keys against a store's. Under a
+/// memory limit the session prefers sort-merge joins (see
+/// [`new_context`]), which would sort the large side as well. The tables
+/// and functions are those of `ctx`.
+pub fn with_hash_joins(ctx: &SessionContext) -> SessionContext {
+    let mut state = ctx.state();
+    state.config_mut().options_mut().optimizer.prefer_hash_join = true;
+    SessionContext::new_with_state(state)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -280,8 +280,11 @@ impl StoreRun {
             return Ok((Vec::new(), reads));
         }
         let started = std::time::Instant::now();
+        // Tonight's keys (10^5 of 8 bytes) are the build side of a hash
+        // join that streams the store's doc_key past them; a sort-merge join
+        // would sort every stored key.
         let (batches, scanned) = collect_measured(
-            ctx,
+            &crate::session::with_hash_joins(ctx),
             "SELECT DISTINCT s.file, s.simhash FROM stored_runs s \
              WHERE s.doc_key IN (SELECT hash64(source || chr(0) || id) FROM documents_input)",
         )

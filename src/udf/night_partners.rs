@@ -23,7 +23,7 @@ use super::args::{doc, is_string, scalar_str, scalar_u32, to_arrays, ProcessCach
 use super::idf_simhash::fetch;
 use super::term_set::{as_sets, coerce_set, set_values};
 use crate::join::BandPlan;
-use crate::probe::NightIndex;
+use crate::probe::{NightIndex, ProbeScratch};
 
 /// Indexes kept per process (the latest ones used).
 const CACHED_INDEXES: usize = 2;
@@ -95,15 +95,15 @@ impl ScalarUDFImpl for NightPartners {
         let fingerprints = fingerprints.as_primitive::<UInt64Type>();
         let sets = as_sets(&arrays[1])?;
         let keys = sets.values().as_primitive::<UInt64Type>().clone();
-        let mut partners = Vec::new();
-        let mut offsets = Vec::with_capacity(fingerprints.len() + 1);
+        let rows: Vec<Option<u64>> = (0..fingerprints.len()).map(|i| fingerprints.is_valid(i).then(|| fingerprints.value(i))).collect();
+        let (bounds, flat) = row_keys(&sets, &keys, name)?;
+        let (mut partners, mut ends) = (Vec::new(), Vec::with_capacity(rows.len()));
+        let mut scratch = ProbeScratch::default();
+        index.partners_batch(&rows, &bounds, &flat, &mut scratch, &mut partners, &mut ends);
+        let mut offsets = Vec::with_capacity(rows.len() + 1);
         offsets.push(0i32);
-        for i in 0..fingerprints.len() {
-            if fingerprints.is_valid(i) {
-                let row_keys = set_values(&sets, &keys, i, name)?.unwrap_or(&[]);
-                index.partners(fingerprints.value(i), row_keys, &mut partners);
-            }
-            offsets.push(i32::try_from(partners.len()).map_err(|_| execution("too many partners in one batch"))?);
+        for end in ends {
+            offsets.push(i32::try_from(end).map_err(|_| execution("too many partners in one batch"))?);
         }
         let list = ListArray::new(
             Arc::new(Field::new("item", DataType::UInt64, true)),
@@ -135,6 +135,24 @@ impl ScalarUDFImpl for NightPartners {
             )
         }))
     }
+}
+
+/// Each row's MinHash keys as bounds into one flat slice: the list's own
+/// values, unless a NULL list covers values of its own (Arrow allows it),
+/// which are then left out of a copy. A NULL key is refused, as in every
+/// term-set function.
+fn row_keys<'a>(sets: &ListArray, keys: &'a UInt64Array, name: &str) -> Result<(Vec<usize>, std::borrow::Cow<'a, [u64]>)> {
+    let offsets = sets.value_offsets();
+    let hidden = (0..sets.len()).any(|i| sets.is_null(i) && offsets[i] != offsets[i + 1]);
+    if keys.null_count() == 0 && !hidden {
+        return Ok((offsets.iter().map(|&o| o as usize).collect(), std::borrow::Cow::Borrowed(keys.values())));
+    }
+    let (mut bounds, mut flat) = (vec![0], Vec::new());
+    for i in 0..sets.len() {
+        flat.extend_from_slice(set_values(sets, keys, i, name)?.unwrap_or(&[]));
+        bounds.push(flat.len());
+    }
+    Ok((bounds, std::borrow::Cow::Owned(flat)))
 }
 
 /// Tonight's index at `url`, from the process's cache or read now.
