@@ -2,7 +2,7 @@
 //! (bench/store/run.py).
 //!
 //! ```text
-//! cargo run --release --example synthetic_store -- STORE NIGHT_FINGERPRINTS DOCUMENTS SEGMENT_ROWS PLANTED SEED
+//! cargo run --release --example synthetic_store -- STORE NIGHT_FINGERPRINTS DOCUMENTS SEGMENT_ROWS PLANTED SEED [ARTICLES PERCENT]
 //! ```
 //!
 //! STORE is a store made by a real first night (its run file gives the
@@ -12,7 +12,11 @@
 //! near copy in the store (1 to 3 fingerprint bits flipped, a tenth of the
 //! terms replaced) or an exact one, spread over the segments, so that a
 //! night finds real pairs in every part of the store. The other DOCUMENTS −
-//! PLANTED rows are random fingerprints and term sets. Rows are written as
+//! PLANTED rows are random fingerprints and term sets. With ARTICLES (the
+//! `fingerprints/` file of a corpus of long documents, such as Heybox
+//! articles) and PERCENT, that percentage of them take the term-set size
+//! and length of a random one of its documents instead, so that the store
+//! holds posts and articles as a mixed crawl does. Rows are written as
 //! segments of SEGMENT_ROWS rows, sorted by fingerprint, with the pages and
 //! page index of a run; each segment claims one run id `0001-synth-SEED-NNNNN`
 //! (before any dated night).
@@ -28,7 +32,7 @@ use neardup::fingerprint::hash64;
 use neardup::minhash::{mix, MinHashPlan};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
-use parquet::file::properties::WriterProperties;
+use neardup::storage::sorted::{writer_properties, PAGE_ROWS};
 
 /// A small, fast generator (splitmix64): the same seed gives the same store.
 struct Rng(u64);
@@ -66,14 +70,35 @@ struct Row {
     id: String,
     simhash: u64,
     term_set: Vec<u64>,
+    chars: u64,
+}
+
+/// `(term-set size, length in characters)` of every document with terms.
+fn shapes(batches: &[RecordBatch]) -> Vec<(usize, u64)> {
+    let mut out = Vec::new();
+    for b in batches {
+        let chars = u64_column(b, "n_chars");
+        for (set, chars) in sets(b, "term_set").into_iter().zip(chars) {
+            if !set.is_empty() {
+                out.push((set.len(), chars.unwrap_or(0)));
+            }
+        }
+    }
+    assert!(!out.is_empty(), "no documents with terms to draw sizes from");
+    out
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [store, night, documents, segment_rows, planted, seed] = args.as_slice() else {
-        eprintln!("usage: synthetic_store STORE NIGHT_FINGERPRINTS DOCUMENTS SEGMENT_ROWS PLANTED SEED");
-        std::process::exit(2);
+    let (fixed, articles) = match args.len() {
+        6 => (&args[..], None),
+        8 => (&args[..6], Some((PathBuf::from(&args[6]), args[7].parse::<u64>().unwrap()))),
+        _ => {
+            eprintln!("usage: synthetic_store STORE NIGHT_FINGERPRINTS DOCUMENTS SEGMENT_ROWS PLANTED SEED [ARTICLES PERCENT]");
+            std::process::exit(2);
+        }
     };
+    let [store, night, documents, segment_rows, planted, seed] = fixed else { unreachable!() };
     let store = PathBuf::from(store);
     let (documents, segment_rows, planted, seed): (u64, u64, u64, u64) =
         (documents.parse().unwrap(), segment_rows.parse().unwrap(), planted.parse().unwrap(), seed.parse().unwrap());
@@ -88,16 +113,21 @@ fn main() {
 
     // The night: its fingerprints and term sets.
     let (_, batches) = read(Path::new(night));
-    let mut night_rows: Vec<(u64, Vec<u64>)> = Vec::new();
+    let mut night_rows: Vec<(u64, Vec<u64>, u64)> = Vec::new();
     for b in &batches {
-        for (h, s) in u64_column(b, "simhash").into_iter().zip(sets(b, "term_set")) {
+        let chars = u64_column(b, "n_chars");
+        for ((h, s), chars) in u64_column(b, "simhash").into_iter().zip(sets(b, "term_set")).zip(chars) {
             if let Some(h) = h {
-                night_rows.push((h, s));
+                night_rows.push((h, s, chars.unwrap_or(0)));
             }
         }
     }
     assert!(!night_rows.is_empty(), "the night has no fingerprints");
-    let sizes: Vec<usize> = night_rows.iter().map(|r| r.1.len().max(1)).collect();
+    let sizes = shapes(&batches);
+    let (article_sizes, article_percent) = match &articles {
+        Some((path, percent)) => (shapes(&read(path).1), *percent),
+        None => (Vec::new(), 0),
+    };
 
     let mut rng = Rng(seed);
     let segments = documents.div_ceil(segment_rows);
@@ -110,7 +140,7 @@ fn main() {
         for i in 0..rows_here {
             let id = format!("s{seed}-{segment}-{i}");
             if i < planted_here {
-                let (h, set) = &night_rows[rng.below(night_rows.len() as u64) as usize];
+                let (h, set, chars) = &night_rows[rng.below(night_rows.len() as u64) as usize];
                 let exact = rng.below(4) == 0;
                 let mut simhash = *h;
                 let mut term_set = set.clone();
@@ -126,12 +156,14 @@ fn main() {
                     term_set.sort_unstable();
                     term_set.dedup();
                 }
-                rows.push(Row { id, simhash, term_set });
+                rows.push(Row { id, simhash, term_set, chars: *chars });
             } else {
-                let n = sizes[rng.below(sizes.len() as u64) as usize];
+                let pool = if rng.below(100) < article_percent { &article_sizes } else { &sizes };
+                let (n, chars) = pool[rng.below(pool.len() as u64) as usize];
                 let mut term_set: Vec<u64> = (0..n).map(|_| rng.next()).collect();
                 term_set.sort_unstable();
-                rows.push(Row { id, simhash: rng.next(), term_set });
+                term_set.dedup();
+                rows.push(Row { id, simhash: rng.next(), term_set, chars });
             }
         }
         rows.sort_by(|a, b| (a.simhash, &a.id).cmp(&(b.simhash, &b.id)));
@@ -161,7 +193,8 @@ fn write_segment(store: &Path, run: &str, schema: &SchemaRef, rows: &[Row], plan
             "run" | "representative_run" => text(&|_| run.to_string()),
             "doc_key" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| hash64(format!("synthetic\0{}", r.id).as_bytes())))),
             "simhash" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.simhash))),
-            "n_terms" | "n_chars" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.term_set.len() as u64))),
+            "n_terms" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.term_set.len() as u64))),
+            "n_chars" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.chars))),
             "term_set" => list_column(rows.iter().map(|r| r.term_set.clone())),
             "minhash" => match plan {
                 Some(plan) => {
@@ -181,15 +214,11 @@ fn write_segment(store: &Path, run: &str, schema: &SchemaRef, rows: &[Row], plan
     let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
     let folder = store.join("segments").join(format!("seg={run}"));
     std::fs::create_dir_all(&folder).unwrap();
-    // The pages and row groups of a run (sql/94_store_run.sql).
-    let props = WriterProperties::builder()
-        .set_max_row_group_row_count(Some(65_536))
-        .set_data_page_row_count_limit(256)
-        .set_write_batch_size(256)
-        .build();
+    // The pages, row groups and compression of a run.
+    let props = writer_properties();
     let mut writer = ArrowWriter::try_new(File::create(folder.join("part-00000.parquet")).unwrap(), schema.clone(), Some(props)).unwrap();
-    for start in (0..batch.num_rows()).step_by(65_536) {
-        writer.write(&batch.slice(start, 65_536.min(batch.num_rows() - start))).unwrap();
+    for start in (0..batch.num_rows()).step_by(PAGE_ROWS) {
+        writer.write(&batch.slice(start, PAGE_ROWS.min(batch.num_rows() - start))).unwrap();
     }
     writer.close().unwrap();
     let summary = serde_json::json!({ "runs": [run], "documents": rows.len() });

@@ -11,7 +11,12 @@ It measures, on this machine and in this run:
           night (which freezes the IDF model) plus synthetic segments made by
           examples/synthetic_store.rs: random fingerprints and term sets whose
           sizes follow the night's own, and 2,000 near or exact copies of the
-          night's documents spread over the store. For each size: wall time,
+          night's documents spread over the store. By default half the
+          synthetic documents are articles: their term-set sizes and lengths
+          are those of real Heybox articles (heybox_articles, fingerprinted
+          with the store's model), the rest those of the night's posts, so
+          the store holds what a mixed crawl holds (--article-percent 0: posts
+          only). For each size: wall time,
           peak memory, the bytes of the store, what the night read of it
           (the probe of the compact columns, the pages fetched) and the
           store stages' times; then the slope of a night's time against store
@@ -40,6 +45,8 @@ sys.path.insert(0, str(ROOT / "bench" / "perf"))
 from run import machine, table  # noqa: E402  (the performance suite's helpers)
 
 WEIBO = ROOT.parent / "shared" / "data" / "weibo_reposts.parquet"
+HEYBOX = ROOT.parent / "shared" / "data" / "heybox_articles.parquet"
+ARTICLE_SAMPLE = 3000
 NIGHT_ID = "2026-12-01"
 TARGET_US_PER_DOC = 0.5
 TARGET_READ_SHARE = 0.20
@@ -108,9 +115,12 @@ class Bench:
                 f"COPY (SELECT * FROM {docs} ORDER BY id LIMIT {per_night} OFFSET {k * per_night}) "
                 f"TO '{folder}/p.parquet' STORED AS PARQUET"
             )
-        for folder in [seed, night] + [self.work / "nights" / f"2026-11-{k + 1:02d}" for k in range(nights)]:
+        articles = self.work / "articles"
+        sql.append(f"COPY (SELECT id, text, title FROM h ORDER BY hash64(id), id LIMIT {ARTICLE_SAMPLE}) "
+                   f"TO '{articles}/p.parquet' STORED AS PARQUET")
+        for folder in [seed, night, articles] + [self.work / "nights" / f"2026-11-{k + 1:02d}" for k in range(nights)]:
             folder.mkdir(parents=True, exist_ok=True)
-        self.run([self.neardup, "sql", "-t", w, "-c", ";\n".join(sql)])
+        self.run([self.neardup, "sql", "-t", w, "-t", f"h={HEYBOX}", "-c", ";\n".join(sql)])
 
     def night(self, store, run_id, input_dir, report, extra=()):
         return self.run(
@@ -125,10 +135,17 @@ class Bench:
         fingerprints = self.work / "night-fingerprints"
         self.run([self.neardup, "fingerprint", "-q", "-i", f"crawl={self.work / 'night'}", "--idf-model",
                   store / "idf" / "model.parquet", "-o", fingerprints, "--overwrite"])
+        mix = []
+        if self.args.article_percent > 0:
+            articles = self.work / "article-fingerprints"
+            self.run([self.neardup, "fingerprint", "-q", "-i", f"crawl={self.work / 'articles'}", "--idf-model",
+                      store / "idf" / "model.parquet", "-o", articles, "--overwrite"])
+            mix = [articles / "fingerprints" / "part-00000.parquet", self.args.article_percent]
+        self.results["article_percent"] = self.args.article_percent
         rows, existing, planted = [], 0, self.args.planted
         for step, size in enumerate(sizes):
             self.run([self.generator, store, fingerprints / "fingerprints" / "part-00000.parquet", size - existing,
-                      min(1_000_000, max(size // 10, 1)), planted if step == 0 else 0, step + 1])
+                      min(1_000_000, max(size // 10, 1)), planted if step == 0 else 0, step + 1, *mix])
             existing = size
             store_files = [p for p in store.rglob("*.parquet") if "idf" not in p.parts]
             m = self.night(store, NIGHT_ID, self.work / "night", self.work / "reports" / "night", ["--memory-limit", "2G"])
@@ -190,6 +207,7 @@ def markdown(r):
     s = r.get("scale")
     if s:
         out.append("\n## A night of 100,000 posts against stores of growing size (`--memory-limit 2G`)\n")
+        out.append(f"\nStored documents shaped like articles: {r.get('article_percent', 0)} %; like posts: the rest.\n\n")
         header = ["stored documents", "night s", "peak MB", "store MB", "probe MB", "fetched MB", "read / store",
                   "touched fingerprints", "probe s", "fetch s", "duplicates of stored"]
         out.append(table(header, [[x["stored_documents"], x["wall_s"], x["peak_mb"], x["store_mb"], x["probe_mb"],
@@ -217,6 +235,8 @@ def main():
     p.add_argument("--out", default=str(ROOT / "target" / "store-bench"))
     p.add_argument("--sizes", help="comma-separated store sizes [100000,1000000,10000000]")
     p.add_argument("--planted", type=int, default=2000, help="near copies of the night's documents in the store")
+    p.add_argument("--article-percent", type=int, default=50,
+                   help="share of synthetic stored documents shaped like Heybox articles (the rest like the night's posts)")
     p.add_argument("--skip", default="", help="comma-separated sections to skip: scale, nights")
     args = p.parse_args()
     if not WEIBO.exists():

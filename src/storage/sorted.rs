@@ -21,7 +21,9 @@ use crate::error::{Error, Result};
 pub const ROW_GROUP_ROWS: usize = 65_536;
 pub const PAGE_ROWS: usize = 256;
 
-fn properties() -> WriterProperties {
+/// The writer settings of every store file (also used by the store
+/// benchmark's generator, so that its segments are the bytes of real ones).
+pub fn writer_properties() -> WriterProperties {
     WriterProperties::builder()
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_data_page_row_count_limit(PAGE_ROWS)
@@ -42,7 +44,7 @@ pub async fn write_query(ctx: &SessionContext, statement: &str, url: &str) -> Re
     let (store, path) = locate(ctx, url)?;
     let failed = |e: parquet::errors::ParquetError| Error::runtime(format!("cannot write '{url}': {e}"));
     let mut writer =
-        AsyncArrowWriter::try_new(BufWriter::new(store, path), schema.clone(), Some(properties())).map_err(failed)?;
+        AsyncArrowWriter::try_new(BufWriter::new(store, path), schema.clone(), Some(writer_properties())).map_err(failed)?;
     // Pages are cut between the writer's mini-batches: hand it batches of
     // exactly PAGE_ROWS rows, so that the pages do not depend on how the
     // engine happened to batch the stream.
