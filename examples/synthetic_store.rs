@@ -158,7 +158,8 @@ fn main() {
                 }
                 rows.push(Row { id, simhash, term_set, chars: *chars });
             } else {
-                let pool = if rng.below(100) < article_percent { &article_sizes } else { &sizes };
+                // No draw without articles: a seed makes the same documents as before.
+                let pool = if article_percent > 0 && rng.below(100) < article_percent { &article_sizes } else { &sizes };
                 let (n, chars) = pool[rng.below(pool.len() as u64) as usize];
                 let mut term_set: Vec<u64> = (0..n).map(|_| rng.next()).collect();
                 term_set.sort_unstable();

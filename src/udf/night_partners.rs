@@ -8,6 +8,7 @@
 //! streams through its compact columns on every node, each row probing the
 //! same in-memory tables.
 
+use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use datafusion::arrow::array::{Array, AsArray, ListArray, UInt64Array};
@@ -96,7 +97,7 @@ impl ScalarUDFImpl for NightPartners {
         let sets = as_sets(&arrays[1])?;
         let keys = sets.values().as_primitive::<UInt64Type>().clone();
         let rows: Vec<Option<u64>> = (0..fingerprints.len()).map(|i| fingerprints.is_valid(i).then(|| fingerprints.value(i))).collect();
-        let (bounds, flat) = row_keys(&sets, &keys, name)?;
+        let (bounds, flat) = row_keys(&rows, &sets, &keys, name)?;
         let (mut partners, mut ends) = (Vec::new(), Vec::with_capacity(rows.len()));
         let mut scratch = ProbeScratch::default();
         index.partners_batch(&rows, &bounds, &flat, &mut scratch, &mut partners, &mut ends);
@@ -138,21 +139,23 @@ impl ScalarUDFImpl for NightPartners {
 }
 
 /// Each row's MinHash keys as bounds into one flat slice: the list's own
-/// values, unless a NULL list covers values of its own (Arrow allows it),
-/// which are then left out of a copy. A NULL key is refused, as in every
-/// term-set function.
-fn row_keys<'a>(sets: &ListArray, keys: &'a UInt64Array, name: &str) -> Result<(Vec<usize>, std::borrow::Cow<'a, [u64]>)> {
+/// values, unless a NULL list covers values of its own (Arrow allows it) or a
+/// key is NULL. Then the keys of the rows with a fingerprint are copied, and a
+/// NULL key among them is refused, as in every term-set function.
+fn row_keys<'a>(rows: &[Option<u64>], sets: &ListArray, keys: &'a UInt64Array, name: &str) -> Result<(Vec<usize>, Cow<'a, [u64]>)> {
     let offsets = sets.value_offsets();
     let hidden = (0..sets.len()).any(|i| sets.is_null(i) && offsets[i] != offsets[i + 1]);
     if keys.null_count() == 0 && !hidden {
-        return Ok((offsets.iter().map(|&o| o as usize).collect(), std::borrow::Cow::Borrowed(keys.values())));
+        return Ok((offsets.iter().map(|&o| o as usize).collect(), Cow::Borrowed(keys.values())));
     }
     let (mut bounds, mut flat) = (vec![0], Vec::new());
-    for i in 0..sets.len() {
-        flat.extend_from_slice(set_values(sets, keys, i, name)?.unwrap_or(&[]));
+    for (i, row) in rows.iter().enumerate() {
+        if row.is_some() {
+            flat.extend_from_slice(set_values(sets, keys, i, name)?.unwrap_or(&[]));
+        }
         bounds.push(flat.len());
     }
-    Ok((bounds, std::borrow::Cow::Owned(flat)))
+    Ok((bounds, Cow::Owned(flat)))
 }
 
 /// Tonight's index at `url`, from the process's cache or read now.
@@ -188,4 +191,48 @@ fn read_index(url: &str, plan: Option<BandPlan>) -> Result<NightIndex> {
         }
     }
     Ok(NightIndex::new(plan, rows.iter().map(|(s, k)| (*s, k.as_slice()))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::ListBuilder;
+    use datafusion::arrow::array::UInt64Builder;
+
+    fn lists(rows: &[Option<&[u64]>]) -> ListArray {
+        let mut b = ListBuilder::new(UInt64Builder::new());
+        for row in rows {
+            match row {
+                Some(keys) => {
+                    b.values().append_slice(keys);
+                    b.append(true);
+                }
+                None => b.append(false),
+            }
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn row_keys_of_a_sliced_list_point_into_its_values() {
+        let all = lists(&[Some(&[1, 2]), Some(&[3]), None, Some(&[4, 5, 6])]);
+        let sets = all.slice(1, 3);
+        let keys = sets.values().as_primitive::<UInt64Type>().clone();
+        let (bounds, flat) = row_keys(&[Some(9), Some(9), Some(9)], &sets, &keys, "t").unwrap();
+        assert!(matches!(flat, Cow::Borrowed(_)));
+        let rows: Vec<&[u64]> = bounds.windows(2).map(|w| &flat[w[0]..w[1]]).collect();
+        assert_eq!(rows, vec![&[3][..], &[][..], &[4, 5, 6][..]]);
+    }
+
+    #[test]
+    fn a_null_key_is_refused_only_in_a_row_with_a_fingerprint() {
+        let values = UInt64Array::from(vec![Some(1), None, Some(3)]);
+        let field = Arc::new(Field::new("item", DataType::UInt64, true));
+        let sets = ListArray::new(field, OffsetBuffer::new(vec![0, 2, 3].into()), Arc::new(values), None);
+        let keys = sets.values().as_primitive::<UInt64Type>().clone();
+        let (bounds, flat) = row_keys(&[None, Some(9)], &sets, &keys, "t").unwrap();
+        assert_eq!((bounds, flat.to_vec()), (vec![0, 0, 1], vec![3]));
+        let refused = row_keys(&[Some(9), Some(9)], &sets, &keys, "t").unwrap_err();
+        assert!(refused.to_string().contains("NULL hash"), "{refused}");
+    }
 }
