@@ -240,23 +240,11 @@ impl NightIndex {
         ends: &mut Vec<usize>,
     ) {
         assert_eq!(bounds.len(), fingerprints.len() + 1, "partners_batch: one bound per row, and one more");
+        let first_key = bounds[0];
+        let keys = &keys[first_key..bounds[fingerprints.len()]];
+        self.filter_batch(fingerprints, keys, scratch);
         let ProbeScratch { exact_keys, band_keys, exact, bands, minhash } = scratch;
         let per_row = self.plan.as_ref().map_or(0, BandPlan::bands);
-        exact_keys.clear();
-        band_keys.clear();
-        for s in fingerprints {
-            let s = s.unwrap_or_default();
-            exact_keys.push(mix(s));
-            if let Some(plan) = &self.plan {
-                band_keys.extend(plan.keys(s).map(|(b, key)| band_key(b, key)));
-            }
-        }
-        let first_key = bounds.first().copied().unwrap_or(0);
-        let last_key = bounds.last().copied().unwrap_or(0);
-        for (list, map, keys) in [(&mut *exact, &self.exact, &exact_keys[..]), (&mut *bands, &self.simhash_bands, &band_keys[..]), (&mut *minhash, &self.minhash, &keys[first_key..last_key])] {
-            list.clear();
-            map.candidates(keys, list);
-        }
         let (mut at_exact, mut at_band, mut at_minhash) = (0, 0, 0);
         for (i, s) in fingerprints.iter().enumerate() {
             let passed_exact = take_below(exact, &mut at_exact, i + 1);
@@ -277,22 +265,47 @@ impl NightIndex {
                 }
             }
             for &j in passed_minhash {
-                out.extend_from_slice(self.minhash.lookup(keys[first_key + j as usize]));
+                out.extend_from_slice(self.minhash.lookup(keys[j as usize]));
             }
-            if out.len() - start > 1 {
-                out[start..].sort_unstable();
-                let mut kept = start + 1;
-                for i in start + 1..out.len() {
-                    if out[i] != out[kept - 1] {
-                        out[kept] = out[i];
-                        kept += 1;
-                    }
-                }
-                out.truncate(kept);
-            }
+            sort_unique_from(out, start);
             ends.push(out.len());
         }
     }
+
+    /// The filter passes of a batch: each row's exact and band keys into
+    /// `scratch`, and the indices of the keys of each kind that pass.
+    fn filter_batch(&self, fingerprints: &[Option<u64>], keys: &[u64], scratch: &mut ProbeScratch) {
+        let ProbeScratch { exact_keys, band_keys, exact, bands, minhash } = scratch;
+        exact_keys.clear();
+        band_keys.clear();
+        for s in fingerprints {
+            let s = s.unwrap_or_default();
+            exact_keys.push(mix(s));
+            if let Some(plan) = &self.plan {
+                band_keys.extend(plan.keys(s).map(|(b, key)| band_key(b, key)));
+            }
+        }
+        for (passed, map, keys) in [(exact, &self.exact, &exact_keys[..]), (bands, &self.simhash_bands, &band_keys[..]), (minhash, &self.minhash, keys)] {
+            passed.clear();
+            map.candidates(keys, passed);
+        }
+    }
+}
+
+/// Sort `out[start..]` and drop its repeats.
+fn sort_unique_from(out: &mut Vec<u64>, start: usize) {
+    if out.len() - start < 2 {
+        return;
+    }
+    out[start..].sort_unstable();
+    let mut kept = start + 1;
+    for i in start + 1..out.len() {
+        if out[i] != out[kept - 1] {
+            out[kept] = out[i];
+            kept += 1;
+        }
+    }
+    out.truncate(kept);
 }
 
 #[cfg(test)]
