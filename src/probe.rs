@@ -46,8 +46,18 @@ struct Multimap {
 /// the loads a core keeps in flight.
 const AHEAD: usize = 32;
 
-/// The filter word of `key` (from its high bits) and its three bits (three
-/// 6-bit fields of its low bits): keys are uniform hashes already.
+/// `key` with its uniform bits spread over all 64. MinHash keys are 48-bit
+/// hashes ([`crate::minhash::KEY_BITS`]): their top bits are zero, and both
+/// the filter (its word from the high bits) and the hash map (its control
+/// bytes from the top 7 bits) need them uniform. A multiply by an odd
+/// constant is a bijection whose high bits depend on every bit of the key.
+#[inline]
+fn spread(key: u64) -> u64 {
+    key.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// The filter word of a [`spread`] key (from its high bits) and its three
+/// bits (three 6-bit fields of its low bits).
 #[inline]
 fn filter_slot(key: u64, word_mask: u64) -> (usize, u64) {
     let bits = 1u64 << (key & 63) | 1u64 << (key >> 6 & 63) | 1u64 << (key >> 12 & 63);
@@ -101,7 +111,7 @@ impl Multimap {
         let (filter, first_word) = huge_page_words(words);
         let mut map = Multimap { filter, first_word, word_mask: words as u64 - 1, ..Multimap::default() };
         for group in pairs.chunk_by(|a, b| a.0 == b.0) {
-            let key = group[0].0;
+            let key = spread(group[0].0);
             map.slots.insert(key, (map.values.len() as u32, group.len() as u32));
             map.values.extend(group.iter().map(|p| p.1));
             let (word, bits) = filter_slot(key, map.word_mask);
@@ -119,9 +129,9 @@ impl Multimap {
         let filter = &self.filter[self.first_word..];
         for (j, &key) in keys.iter().enumerate() {
             if let Some(&later) = keys.get(j + AHEAD) {
-                prefetch(&filter[filter_slot(later, self.word_mask).0]);
+                prefetch(&filter[filter_slot(spread(later), self.word_mask).0]);
             }
-            let (word, bits) = filter_slot(key, self.word_mask);
+            let (word, bits) = filter_slot(spread(key), self.word_mask);
             if filter[word] & bits == bits {
                 out.push(j as u32);
             }
@@ -131,7 +141,7 @@ impl Multimap {
     /// The values of a key that passed the filter.
     #[inline]
     fn lookup(&self, key: u64) -> &[u64] {
-        match self.slots.get(&key) {
+        match self.slots.get(&spread(key)) {
             Some(&(start, len)) => &self.values[start as usize..(start + len) as usize],
             None => &[],
         }

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use datafusion::arrow::array::{AsArray, ListArray, RecordBatch, UInt64Array};
+use datafusion::arrow::datatypes::UInt64Type;
+
 mod common;
 use common::*;
 
@@ -615,6 +618,80 @@ fn a_store_of_the_first_layout_is_refused_with_what_to_do() {
     assert!(err.contains("layout 1") && err.contains("start a new store") && err.contains("neardup 0.0.9"), "{err}");
     let o = neardup(&["store", "compact", "--store", s]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// Rewrite a run file as a release before 48-bit MinHash keys wrote it:
+/// each key with 16 more (non-zero) high bits, with the Parquet writer's
+/// default settings.
+fn widen_keys(file: &Path) {
+    use neardup::minhash::mix;
+    use std::sync::Arc;
+    let batches = read_dir(file.parent().unwrap());
+    let writer_file = std::fs::File::create(file).unwrap();
+    let mut writer = datafusion::parquet::arrow::ArrowWriter::try_new(writer_file, batches[0].schema(), None).unwrap();
+    for batch in batches {
+        let i = batch.schema().index_of("minhash").unwrap();
+        let lists = batch.column(i).as_list::<i32>();
+        let keys = lists.values().as_primitive::<UInt64Type>();
+        let wide: UInt64Array = keys.unary(|k| k | (mix(k) | 1) << 48);
+        let (field, offsets, _, nulls) = lists.clone().into_parts();
+        let mut columns = batch.columns().to_vec();
+        columns[i] = Arc::new(ListArray::new(field, offsets, Arc::new(wide), nulls));
+        writer.write(&RecordBatch::try_new(batch.schema(), columns).unwrap()).unwrap();
+    }
+    writer.close().unwrap();
+}
+
+fn minhash_keys_of(folder: &Path) -> Vec<u64> {
+    let batches = read_dir(folder);
+    let mut keys: Vec<u64> = batches
+        .iter()
+        .flat_map(|b| b.column_by_name("minhash").unwrap().as_list::<i32>().values().as_primitive::<UInt64Type>().values().to_vec())
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+#[test]
+fn a_store_written_with_64_bit_keys_gives_the_same_next_night_and_compacts_to_48() {
+    // MinHash candidates only: a stored key that tonight's keys failed to
+    // meet would lose its pairs across nights.
+    let extra = ["--candidates", "minhash"];
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let (now, before) = (dir.path().join("now"), dir.path().join("before"));
+    for base in [&now, &before] {
+        for n in &NIGHTS[..2] {
+            ok(&night(dir.path(), base.join("store").to_str().unwrap(), n, base.join("reports").to_str().unwrap(), &extra));
+        }
+    }
+    let store = before.join("store");
+    for n in &NIGHTS[..2] {
+        widen_keys(&store.join(format!("runs/run={n}/part-00000.parquet")));
+    }
+    assert!(minhash_keys_of(&store.join(format!("runs/run={}", NIGHTS[0]))).iter().all(|&k| k >= 1 << 48));
+    for base in [&now, &before] {
+        ok(&night(dir.path(), base.join("store").to_str().unwrap(), NIGHTS[2], base.join("reports").to_str().unwrap(), &extra));
+    }
+    assert!(
+        night_files(&now.join("store"), &now.join("reports"), NIGHTS[2])
+            == night_files(&store, &before.join("reports"), NIGHTS[2]),
+        "a night against a store of 64-bit keys differs"
+    );
+    // The night paired tonight's documents with stored ones, through MinHash keys alone.
+    let stored: BTreeSet<String> = store_rows(&now.join("store"))
+        .into_iter()
+        .filter(|r| r["run"] != NIGHTS[2])
+        .map(|r| format!("{}/{}", r["source"], r["id"]))
+        .collect();
+    let across = report_pairs(&before.join("reports").join(NIGHTS[2])).into_iter().filter(|(a, b)| stored.contains(a) || stored.contains(b)).count();
+    assert!(across > 0, "no pair across nights");
+    // Compaction derives the keys again: 48 bits, as a store written now holds.
+    ok(&neardup(&["store", "compact", "--store", store.to_str().unwrap(), "--all"]));
+    let mut now_keys: Vec<u64> = NIGHTS.iter().flat_map(|n| minhash_keys_of(&now.join("store").join(format!("runs/run={n}")))).collect();
+    now_keys.sort_unstable();
+    assert_eq!(minhash_keys_of(&store.join(format!("segments/seg={}", NIGHTS[2]))), now_keys);
+    assert_eq!(stored_content(&store), stored_content(&now.join("store")));
 }
 
 #[test]

@@ -44,7 +44,7 @@ use crate::cluster::components;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
 use crate::minhash::MinHashPlan;
-use crate::storage::fetch::rows_by_key;
+use crate::storage::fetch::{narrow_minhash, rows_by_key};
 use crate::storage::{literal, local_path, locate, read_object, register_parquet, register_parquet_files, OutputDir};
 
 /// The store layout this version writes and reads. Layout 1 (before the
@@ -454,6 +454,7 @@ async fn fetch_touched(
 
     let started = std::time::Instant::now();
     let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &wanted).await?;
+    let rows = rows.into_iter().map(narrow_minhash).collect::<Result<Vec<_>>>()?;
     reads.fetch_bytes += fetched.bytes;
     reads.fetch_objects += fetched.objects;
     reads.fetched_rows = fetched.rows;

@@ -254,9 +254,17 @@ async fn compact_held(ctx: &SessionContext, url: &str, all: bool, lease: &Lease)
     let out = OutputDir::prepare(ctx, &format!("{url}/segments/seg={id}"), true).await?;
     let path = out.staged("part-00000.parquet");
     let written = async {
-        // The same order and pages as a run (sql/94_store_run.sql).
-        let statement = "SELECT * FROM compaction_input ORDER BY simhash NULLS LAST, source, id";
-        crate::storage::sorted::write_query(ctx, statement, &path).await
+        // The same order and pages as a run (sql/94_store_run.sql). MinHash
+        // keys are derived again from the term sets: the same keys, but 48
+        // bits wide where a store written before they were cut holds 64
+        // (see crate::minhash::narrow), so compaction also shrinks an
+        // older store.
+        let keys = match manifest.minhash {
+            Some(plan) => format!(" REPLACE (minhash_keys(term_set, {}, {}) AS minhash)", plan.bands, plan.rows),
+            None => String::new(),
+        };
+        let statement = format!("SELECT *{keys} FROM compaction_input ORDER BY simhash NULLS LAST, source, id");
+        crate::storage::sorted::write_query(ctx, &statement, &path).await
     }
     .await;
     let documents = match written {

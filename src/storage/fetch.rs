@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::array::{Array, AsArray, BooleanArray, ListArray, RecordBatch, UInt64Array};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
 use datafusion::prelude::SessionContext;
@@ -29,6 +29,7 @@ use parquet::file::page_index::column_index::ColumnIndexMetaData;
 
 use super::locate;
 use crate::error::{Error, Result};
+use crate::minhash::{all_narrow, narrow};
 
 /// What a fetch read: bytes of pages and footers, objects opened, rows kept.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -177,6 +178,29 @@ pub async fn rows_by_key(
     }
     fetched.bytes = bytes.load(Ordering::Relaxed);
     Ok((batches, schema, fetched))
+}
+
+/// `batch` with the MinHash keys of its `minhash` column (if any) narrowed
+/// to today's width ([`crate::minhash::narrow`]): rows fetched from a store
+/// written before keys were cut to 48 bits then meet tonight's keys.
+pub fn narrow_minhash(batch: RecordBatch) -> Result<RecordBatch> {
+    let Ok(i) = batch.schema().index_of("minhash") else {
+        return Ok(batch);
+    };
+    let Some(lists) = batch.column(i).as_list_opt::<i32>() else {
+        return Ok(batch);
+    };
+    let Some(keys) = lists.values().as_primitive_opt::<UInt64Type>() else {
+        return Ok(batch);
+    };
+    if all_narrow(keys.values()) {
+        return Ok(batch);
+    }
+    let narrowed: UInt64Array = keys.unary(narrow);
+    let (field, offsets, _, nulls) = lists.clone().into_parts();
+    let mut columns = batch.columns().to_vec();
+    columns[i] = Arc::new(ListArray::new(field, offsets, Arc::new(narrowed), nulls));
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
 }
 
 /// Rows and bytes of one Parquet file, from its footer.

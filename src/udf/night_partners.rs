@@ -24,6 +24,7 @@ use super::args::{doc, is_string, scalar_str, scalar_u32, to_arrays, ProcessCach
 use super::idf_simhash::fetch;
 use super::term_set::{as_sets, coerce_set, set_values};
 use crate::join::BandPlan;
+use crate::minhash::{all_narrow, narrow};
 use crate::probe::{NightIndex, ProbeScratch};
 
 /// Indexes kept per process (the latest ones used).
@@ -139,14 +140,20 @@ impl ScalarUDFImpl for NightPartners {
 }
 
 /// Each row's MinHash keys as bounds into one flat slice: the list's own
-/// values, unless a NULL list covers values of its own (Arrow allows it) or a
-/// key is NULL. Then the keys of the rows with a fingerprint are copied, and a
-/// NULL key among them is refused, as in every term-set function.
+/// values, unless a NULL list covers values of its own (Arrow allows it), a
+/// key is NULL or a key is wider than today's (a store written before keys
+/// were cut to 48 bits, see [`crate::minhash::narrow`]). Then the keys of the
+/// rows with a fingerprint are copied (narrowed), and a NULL key among them is
+/// refused, as in every term-set function.
 fn row_keys<'a>(rows: &[Option<u64>], sets: &ListArray, keys: &'a UInt64Array, name: &str) -> Result<(Vec<usize>, Cow<'a, [u64]>)> {
     let offsets = sets.value_offsets();
     let hidden = (0..sets.len()).any(|i| sets.is_null(i) && offsets[i] != offsets[i + 1]);
     if keys.null_count() == 0 && !hidden {
-        return Ok((offsets.iter().map(|&o| o as usize).collect(), Cow::Borrowed(keys.values())));
+        let bounds = offsets.iter().map(|&o| o as usize).collect();
+        if all_narrow(keys.values()) {
+            return Ok((bounds, Cow::Borrowed(keys.values())));
+        }
+        return Ok((bounds, Cow::Owned(keys.values().iter().map(|&k| narrow(k)).collect())));
     }
     let (mut bounds, mut flat) = (vec![0], Vec::new());
     for (i, row) in rows.iter().enumerate() {
@@ -155,6 +162,7 @@ fn row_keys<'a>(rows: &[Option<u64>], sets: &ListArray, keys: &'a UInt64Array, n
         }
         bounds.push(flat.len());
     }
+    flat.iter_mut().for_each(|k| *k = narrow(*k));
     Ok((bounds, Cow::Owned(flat)))
 }
 
@@ -222,6 +230,17 @@ mod tests {
         assert!(matches!(flat, Cow::Borrowed(_)));
         let rows: Vec<&[u64]> = bounds.windows(2).map(|w| &flat[w[0]..w[1]]).collect();
         assert_eq!(rows, vec![&[3][..], &[][..], &[4, 5, 6][..]]);
+    }
+
+    #[test]
+    fn wide_keys_of_an_older_store_are_narrowed() {
+        let wide = 0xabcd_0000_0000_0000;
+        for sets in [lists(&[Some(&[1, wide | 2])]), lists(&[None, Some(&[wide | 3])])] {
+            let keys = sets.values().as_primitive::<UInt64Type>().clone();
+            let rows = vec![Some(9); sets.len()];
+            let (_, flat) = row_keys(&rows, &sets, &keys, "t").unwrap();
+            assert!(flat.iter().all(|&k| k == narrow(k)) && flat.iter().any(|&k| k > 1), "{flat:?}");
+        }
     }
 
     #[test]
