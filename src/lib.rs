@@ -30,6 +30,7 @@ pub mod join;
 pub mod progress;
 pub mod session;
 pub mod sets;
+pub mod setjoin;
 pub mod shell;
 pub mod storage;
 pub mod text;

@@ -12,7 +12,8 @@ pub const CORPUS_SIZE: &str = include_str!("../../sql/30_corpus_size.sql");
 pub const CORPUS_DF: &str = include_str!("../../sql/31_corpus_df.sql");
 pub const FINGERPRINTS: &str = include_str!("../../sql/40_fingerprints.sql");
 pub const NEAR_PAIRS: &str = include_str!("../../sql/50_near_pairs.sql");
-pub const MINHASH_CANDIDATES: &str = include_str!("../../sql/51_minhash_candidates.sql");
+pub const MINHASH_BUCKETS: &str = include_str!("../../sql/51_minhash_buckets.sql");
+pub const MINHASH_CANDIDATES: &str = include_str!("../../sql/52_minhash_candidates.sql");
 pub const VERIFIED_PAIRS: &str = include_str!("../../sql/55_verified_pairs.sql");
 pub const UNCONFIRMED_COPIES: &str = include_str!("../../sql/56_unconfirmed_copies.sql");
 pub const TERM_SETS: &str = include_str!("../../sql/57_term_sets.sql");
@@ -34,7 +35,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("31_corpus_df.sql", CORPUS_DF),
     ("40_fingerprints.sql", FINGERPRINTS),
     ("50_near_pairs.sql", NEAR_PAIRS),
-    ("51_minhash_candidates.sql", MINHASH_CANDIDATES),
+    ("51_minhash_buckets.sql", MINHASH_BUCKETS),
+    ("52_minhash_candidates.sql", MINHASH_CANDIDATES),
     ("55_verified_pairs.sql", VERIFIED_PAIRS),
     ("56_unconfirmed_copies.sql", UNCONFIRMED_COPIES),
     ("57_term_sets.sql", TERM_SETS),

@@ -1,0 +1,191 @@
+//! An exact Jaccard join within one group of term sets: every pair at or
+//! above a threshold, without comparing every pair.
+//!
+//! MinHash band keys of short posts make *hot buckets*: a key that thousands
+//! of two- and three-term posts share because one frequent term fills all
+//! the bins of its band. Listing every pair of such a bucket checked
+//! millions of candidates on `weibo_reposts` to keep a few percent of them.
+//! Inside a bucket, the pairs that pass the term-set check are found
+//! instead by a set-similarity join (AllPairs with the positional filter of
+//! PPJoin: Bayardo et al., WWW 2007; Xiao et al., WWW 2008):
+//!
+//! - terms are ordered rarest first *within the group*, so the term the
+//!   bucket shares comes last and rarely decides anything;
+//! - two sets with Jaccard ≥ t share at least ⌈t·n⌉ of the larger one's n
+//!   terms, so each shares a term within its first n − ⌈t·n⌉ + 1 (its
+//!   *prefix*); only pairs that meet in their prefixes are looked at;
+//! - a pair whose sizes differ too much (n_small < t·n_large) cannot reach t;
+//! - when a pair meets at positions i and j, the terms after them bound the
+//!   overlap it can still reach; below the overlap that t needs, the pair is
+//!   dropped.
+//!
+//! Every pair that survives is checked with [`jaccard`], the function of the
+//! SQL check, so the result is exactly the pairs of the group that the check
+//! keeps: the same pairs as listing them all, in a small fraction of the
+//! work. Bounds are taken with a small slack so that rounding never drops a
+//! pair that the check would keep.
+
+use crate::sets::jaccard;
+use crate::text::HashKeyed;
+
+/// Slack on real-valued bounds: a bound is lowered by it, never raised.
+const SLACK: f64 = 1e-9;
+
+/// The least overlap with a set of `n` terms that Jaccard `t` allows,
+/// whatever the other set's size.
+fn least_overlap(n: usize, t: f64) -> usize {
+    ((t * n as f64 - SLACK).ceil().max(1.0) as usize).min(n)
+}
+
+/// The overlap two sets of `n` and `m` terms need for Jaccard `t`.
+fn needed_overlap(n: usize, m: usize, t: f64) -> i64 {
+    (t / (1.0 + t) * (n + m) as f64 - SLACK).ceil() as i64
+}
+
+/// Every pair `(i, j)`, `i < j`, of `sets` (sorted, distinct term hashes)
+/// with Jaccard similarity at least `t` (0 < t ≤ 1) for which `wanted(i, j)`
+/// holds, in ascending order.
+pub fn jaccard_pairs(sets: &[&[u64]], t: f64, wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
+    let ranked = rank_rarest_first(sets);
+    let mut order: Vec<usize> = (0..sets.len()).filter(|&i| !sets[i].is_empty()).collect();
+    order.sort_by_key(|&i| (sets[i].len(), i));
+    // Prefix postings: term rank → (set, position), sets in size order.
+    let mut postings: Vec<Vec<(u32, u32)>> = vec![Vec::new(); ranked.terms];
+    // Overlap met so far with each earlier set (PRUNED once dropped).
+    const PRUNED: i64 = i64::MIN / 2;
+    let mut met = vec![0i64; sets.len()];
+    let (mut touched, mut pairs) = (Vec::new(), Vec::new());
+    for &x in &order {
+        let terms = &ranked.sets[x];
+        let n = terms.len();
+        let prefix = n - least_overlap(n, t) + 1;
+        let smallest = t * n as f64 - SLACK;
+        for (i, &w) in terms[..prefix].iter().enumerate() {
+            for &(y, j) in &postings[w as usize] {
+                let (y, j) = (y as usize, j as usize);
+                let m = ranked.sets[y].len();
+                if (m as f64) < smallest || met[y] == PRUNED {
+                    continue;
+                }
+                if met[y] == 0 {
+                    touched.push(y);
+                }
+                let reachable = met[y] + 1 + (n - i - 1).min(m - j - 1) as i64;
+                met[y] = if reachable >= needed_overlap(n, m, t) { met[y] + 1 } else { PRUNED };
+            }
+        }
+        for y in touched.drain(..) {
+            if met[y] > 0 && wanted(x.min(y), x.max(y)) && jaccard(sets[x], sets[y]) >= t {
+                pairs.push((x.min(y), x.max(y)));
+            }
+            met[y] = 0;
+        }
+        for (i, &w) in terms[..prefix].iter().enumerate() {
+            postings[w as usize].push((x as u32, i as u32));
+        }
+    }
+    pairs.sort_unstable();
+    pairs
+}
+
+/// The sets as term ranks, rarest first (ties by hash), and the number of
+/// distinct terms.
+struct Ranked {
+    sets: Vec<Vec<u32>>,
+    terms: usize,
+}
+
+fn rank_rarest_first(sets: &[&[u64]]) -> Ranked {
+    let mut counts: HashKeyed<u32> = HashKeyed::default();
+    for set in sets {
+        for &term in *set {
+            *counts.entry(term).or_default() += 1;
+        }
+    }
+    let mut terms: Vec<(u32, u64)> = counts.iter().map(|(&term, &count)| (count, term)).collect();
+    terms.sort_unstable();
+    let rank: HashKeyed<u32> = terms.iter().enumerate().map(|(r, &(_, term))| (term, r as u32)).collect();
+    let sets = sets
+        .iter()
+        .map(|set| {
+            let mut ranks: Vec<u32> = set.iter().map(|term| rank[term]).collect();
+            ranks.sort_unstable();
+            ranks
+        })
+        .collect();
+    Ranked { sets, terms: terms.len() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn brute_force(sets: &[Vec<u64>], t: f64, wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
+        let mut pairs = Vec::new();
+        for i in 0..sets.len() {
+            for j in i + 1..sets.len() {
+                if wanted(i, j) && jaccard(&sets[i], &sets[j]) >= t {
+                    pairs.push((i, j));
+                }
+            }
+        }
+        pairs
+    }
+
+    /// A hot bucket: short sets that nearly all hold term 0, drawn from a
+    /// small vocabulary so that many pairs sit at and around every threshold.
+    fn bucket(rng: &mut rand::rngs::StdRng, n: usize, vocabulary: u64) -> Vec<Vec<u64>> {
+        (0..n)
+            .map(|_| {
+                let size = rng.random_range(0..9);
+                let mut set: Vec<u64> = (0..size).map(|_| rng.random_range(1..vocabulary)).collect();
+                if rng.random_bool(0.9) {
+                    set.push(0);
+                }
+                set.sort_unstable();
+                set.dedup();
+                set
+            })
+            .collect()
+    }
+
+    #[test]
+    fn equals_brute_force_at_every_threshold() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for (n, vocabulary) in [(300, 12), (300, 40), (120, 400)] {
+            let sets = bucket(&mut rng, n, vocabulary);
+            let views: Vec<&[u64]> = sets.iter().map(Vec::as_slice).collect();
+            for t in [0.1, 1.0 / 3.0, 0.5, 0.6, 2.0 / 3.0, 0.75, 0.8, 1.0] {
+                let expected = brute_force(&sets, t, |_, _| true);
+                assert_eq!(jaccard_pairs(&views, t, |_, _| true), expected, "n {n}, vocabulary {vocabulary}, t {t}");
+            }
+            assert!(!brute_force(&sets, 0.5, |_, _| true).is_empty());
+        }
+    }
+
+    #[test]
+    fn only_wanted_pairs_are_kept() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let sets = bucket(&mut rng, 200, 10);
+        let views: Vec<&[u64]> = sets.iter().map(Vec::as_slice).collect();
+        // As in a store night: a pair needs one of tonight's sets (even indices here).
+        let tonight = |i: usize, j: usize| i % 2 == 0 || j % 2 == 0;
+        let found = jaccard_pairs(&views, 0.5, tonight);
+        assert_eq!(found, brute_force(&sets, 0.5, tonight));
+        assert!(found.len() < brute_force(&sets, 0.5, |_, _| true).len());
+    }
+
+    #[test]
+    fn small_cases_and_bounds() {
+        let sets: Vec<&[u64]> = vec![&[], &[1], &[1, 2], &[1, 2, 3], &[5, 6], &[1, 2]];
+        // {1} and {1,2} meet at 0.5; {1,2} and {1,2,3} at 2/3; the two {1,2} at 1.
+        assert_eq!(jaccard_pairs(&sets, 0.5, |_, _| true), [(1, 2), (1, 5), (2, 3), (2, 5), (3, 5)]);
+        assert_eq!(jaccard_pairs(&sets, 1.0, |_, _| true), [(2, 5)]);
+        assert!(jaccard_pairs(&[], 0.5, |_, _| true).is_empty());
+        assert_eq!(least_overlap(3, 0.5), 2);
+        assert_eq!(least_overlap(4, 0.5), 2);
+        assert_eq!(needed_overlap(2, 3, 0.5), 2);
+        assert_eq!(needed_overlap(4, 4, 0.6), 3);
+    }
+}
