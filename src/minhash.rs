@@ -21,9 +21,10 @@
 //! precomputed over the whole term universe, which a corpus of 64-bit term
 //! hashes does not have.
 //!
-//! Densification costs O((K − f) · K / f) for `f` filled bins: nothing for
-//! long documents (all bins filled) and at most K² probes, cheap xor-shift
-//! mixes, for a one-term document.
+//! Densification by probing costs O((K − f) · K / f) for `f` filled bins:
+//! nothing for long documents (all bins filled), but thousands of mixes for
+//! a post of two or three terms. Sparse sets therefore read a table of first
+//! visits instead ([`first_visits`]): the same bins, in O((K − f) · f).
 //!
 //! The band keys are what the join and the store use: band `b`'s key hashes
 //! its `rows` bin values together with `b`, so keys of different bands never
@@ -36,6 +37,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 
 /// Largest number of MinHash bins (bands × rows).
 pub const MAX_PERMUTATIONS: u32 = 1024;
@@ -114,7 +116,13 @@ impl MinHashPlan {
 
     /// A hasher for this plan, reusing its buffers set after set.
     pub fn hasher(&self) -> MinHasher {
-        MinHasher { plan: *self, bins: Vec::with_capacity(self.bins()), filled: Vec::with_capacity(self.bins()) }
+        MinHasher {
+            plan: *self,
+            bins: Vec::with_capacity(self.bins()),
+            filled: Vec::with_capacity(self.bins()),
+            filled_list: Vec::with_capacity(self.bins()),
+            first_visits: None,
+        }
     }
 
     /// The densified signature of a non-empty set (empty for an empty set).
@@ -135,6 +143,50 @@ pub struct MinHasher {
     plan: MinHashPlan,
     bins: Vec<u64>,
     filled: Vec<bool>,
+    filled_list: Vec<usize>,
+    /// [`first_visits`] of the plan's bins, shared by every hasher.
+    first_visits: Option<Arc<[u32]>>,
+}
+
+/// The `attempt`-th bin of empty bin `i`'s probe sequence among `k`.
+#[inline]
+fn probe_step(i: usize, attempt: u64, k: usize) -> usize {
+    bin_of(mix(PROBE_SEED ^ ((i as u64) << 32 | attempt)), k)
+}
+
+/// The first filled bin of empty bin `i`'s probe sequence.
+fn probe(i: usize, k: usize, filled: &[bool]) -> usize {
+    (1u64..).map(|attempt| probe_step(i, attempt, k)).find(|&j| filled[j]).expect("at least one bin is filled")
+}
+
+/// For every bin `i` of `k` and every other bin `j`, the attempt at which
+/// `i`'s probe sequence first reaches `j` (row-major; `u32::MAX` on the
+/// diagonal): the first filled bin of the sequence is then the filled bin of
+/// least first visit. Computed once per number of bins and shared (about
+/// K · ln K mixes a bin: 0.1 ms for 128 bins).
+fn first_visits(k: usize) -> Arc<[u32]> {
+    static TABLES: Mutex<Vec<(usize, Arc<[u32]>)>> = Mutex::new(Vec::new());
+    let mut tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, table)) = tables.iter().find(|(bins, _)| *bins == k) {
+        return table.clone();
+    }
+    let mut table = vec![u32::MAX; k * k];
+    for i in 0..k {
+        let row = &mut table[i * k..(i + 1) * k];
+        let mut unseen = k - 1;
+        let mut attempt = 1u64;
+        while unseen > 0 {
+            let j = probe_step(i, attempt, k);
+            if j != i && row[j] == u32::MAX {
+                row[j] = attempt as u32;
+                unseen -= 1;
+            }
+            attempt += 1;
+        }
+    }
+    let table: Arc<[u32]> = table.into();
+    tables.push((k, table.clone()));
+    table
 }
 
 impl MinHasher {
@@ -159,18 +211,29 @@ impl MinHasher {
         }
         // Optimal densification: an empty bin borrows from the first filled
         // bin its own probe sequence reaches (at least one bin is filled).
-        for i in 0..k {
-            if self.filled[i] {
-                continue;
-            }
-            let mut attempt = 1u64;
-            loop {
-                let j = bin_of(mix(PROBE_SEED ^ ((i as u64) << 32 | attempt)), k);
-                if self.filled[j] {
+        self.filled_list.clear();
+        self.filled_list.extend((0..k).filter(|&j| self.filled[j]));
+        let f = self.filled_list.len();
+        if f == k {
+            return &self.bins;
+        }
+        // Probing costs about K / f mixes per empty bin, which for a post of
+        // two or three terms is thousands per document; the table of first
+        // visits answers the same question in f lookups.
+        if f * f <= k {
+            let first = self.first_visits.get_or_insert_with(|| first_visits(k)).clone();
+            for i in 0..k {
+                if !self.filled[i] {
+                    let row = &first[i * k..(i + 1) * k];
+                    let j = *self.filled_list.iter().min_by_key(|&&j| row[j]).expect("a filled bin");
                     self.bins[i] = self.bins[j];
-                    break;
                 }
-                attempt += 1;
+            }
+            return &self.bins;
+        }
+        for i in 0..k {
+            if !self.filled[i] {
+                self.bins[i] = self.bins[probe(i, k, &self.filled)];
             }
         }
         &self.bins
@@ -302,6 +365,29 @@ mod tests {
         // A key written before keys were cut to 48 bits narrows to today's.
         assert_eq!(narrow(14766908862179386658), 168633984951586);
         assert!(!all_narrow(&[1, 14766908862179386658]));
+    }
+
+    #[test]
+    fn first_visits_densify_as_probing_does() {
+        // Sparse sets take the table, the others probe: both must give the
+        // signature that probing alone gives, for every plan size.
+        for plan in [MinHashPlan::default(), MinHashPlan::new(4, 1).unwrap(), MinHashPlan::new(64, 8).unwrap()] {
+            let k = plan.bins();
+            let mut hasher = plan.hasher();
+            for n in [1, 2, 3, 5, 8, 11, 12, 40] {
+                let set: Vec<u64> = sorted((0..n).map(|i| mix(i * 7919 + n)).collect());
+                let mut expected: Vec<u64> = vec![u64::MAX; k];
+                let mut filled = vec![false; k];
+                for &term in &set {
+                    let h = mix(term ^ TERM_SEED);
+                    let b = bin_of(h, k);
+                    filled[b] = true;
+                    expected[b] = expected[b].min(h);
+                }
+                let probed: Vec<u64> = (0..k).map(|i| if filled[i] { expected[i] } else { expected[probe(i, k, &filled)] }).collect();
+                assert_eq!(hasher.signature(&set), &probed[..], "{n} terms, {k} bins");
+            }
+        }
     }
 
     #[test]
