@@ -25,9 +25,13 @@
 //! and only their rows are fetched, page by page through the page index
 //! ([`crate::storage::fetch`]). Nothing stored is recomputed or rewritten.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::Array;
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::interleave_record_batch;
+use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
+use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::prelude::SessionContext;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -35,8 +39,8 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{JobSpec, KeepRule, StoreOptions};
 use super::runner::{
-    collect, collect_measured, column_u64, documents_parquet, eligible_without, near_pairs, scalar_u64, seal, strings,
-    write_batches, FileMetadata, Progress,
+    collect, collect_measured, column_u64, conform, documents_parquet, eligible_without, near_pairs, scalar_u64, seal,
+    strings, write_batches, FileMetadata, Progress,
 };
 use super::sql::{self, render};
 use super::summary::{content_identity, BandPlanSummary, FingerprintSettings, StoreReads, StoreSummary, Summary};
@@ -459,25 +463,56 @@ async fn fetch_touched(
     reads.fetch_objects += fetched.objects;
     reads.fetched_rows = fetched.rows;
     let schema = schema.ok_or_else(|| Error::runtime(format!("store '{}' has no readable runs", store.url)))?;
-    out.put("_work/stored_fetched.parquet", write_batches(schema, &rows)?).await?;
-    register_parquet(ctx, "stored_fetched", &out.staged("_work/stored_fetched.parquet")).await?;
-    // Of a fingerprint's stored rows (thousands, for a popular repost) the
-    // night's statements read two: the first by source and id (its term set
-    // and anchor) and the first by run, source and id (its cluster's
-    // representative).
-    let stored_path = out.staged("_work/stored.parquet");
-    let first_rows = format!(
-        "COPY (SELECT * EXCLUDE (r1, r2) FROM ( \
-           SELECT *, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r1, \
-                     row_number() OVER (PARTITION BY simhash ORDER BY run, source, id) AS r2 \
-           FROM stored_fetched) WHERE r1 = 1 OR r2 = 1) TO {} STORED AS PARQUET",
-        literal(&stored_path)
-    );
-    collect(ctx, &first_rows).await?;
-    register_parquet(ctx, "stored", &stored_path).await?;
+    let first = first_rows(&schema, &rows)?;
+    out.put("_work/stored.parquet", write_batches(schema, &[first])?).await?;
+    register_parquet(ctx, "stored", &out.staged("_work/stored.parquet")).await?;
     reads.fetch_ms = started.elapsed().as_millis() as u64;
     reads.touched_fingerprints = touched.len() as u64;
     Ok(())
+}
+
+/// Of each fingerprint's fetched rows (thousands, for a popular repost), the
+/// two that the night's statements read: the first by source and id (its
+/// term set and anchor) and the first by run, source and id (its cluster's
+/// representative); one row when they are the same. Chosen here, in one
+/// pass over the fetched batches, rather than by writing every fetched row
+/// and ranking them in SQL.
+fn first_rows(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+    let batches = batches.iter().map(|b| conform(b, schema)).collect::<Result<Vec<_>>>()?;
+    let column = |name: &str| schema.index_of(name).map_err(Error::from);
+    let (simhash, run, source, id) = (column("simhash")?, column("run")?, column("source")?, column("id")?);
+    let order = |columns: &[usize]| RowConverter::new(columns.iter().map(|&c| SortField::new(schema.field(c).data_type().clone())).collect());
+    let (by_doc, by_run) = (order(&[source, id])?, order(&[run, source, id])?);
+    let mut keys = Vec::with_capacity(batches.len());
+    for b in &batches {
+        let pick = |columns: &[usize]| columns.iter().map(|&c| b.column(c).clone()).collect::<Vec<_>>();
+        keys.push((by_doc.convert_columns(&pick(&[source, id]))?, by_run.convert_columns(&pick(&[run, source, id]))?));
+    }
+    // Per fingerprint (NULL is one group, as in SQL's PARTITION BY): the
+    // (batch, row) of its first row by document and by run.
+    let mut best: HashMap<Option<u64>, [(usize, usize); 2]> = HashMap::new();
+    for (b, batch) in batches.iter().enumerate() {
+        let fingerprints = batch.column(simhash).as_primitive::<UInt64Type>();
+        for row in 0..batch.num_rows() {
+            let fingerprint = fingerprints.is_valid(row).then(|| fingerprints.value(row));
+            let firsts = best.entry(fingerprint).or_insert([(b, row); 2]);
+            let (doc, by) = (firsts[0], firsts[1]);
+            if keys[b].0.row(row) < keys[doc.0].0.row(doc.1) {
+                firsts[0] = (b, row);
+            }
+            if keys[b].1.row(row) < keys[by.0].1.row(by.1) {
+                firsts[1] = (b, row);
+            }
+        }
+    }
+    let mut picked: Vec<(usize, usize)> = best.into_values().flatten().collect();
+    picked.sort_unstable();
+    picked.dedup();
+    let refs: Vec<&RecordBatch> = batches.iter().collect();
+    if refs.is_empty() {
+        return Ok(RecordBatch::new_empty(schema.clone()));
+    }
+    Ok(interleave_record_batch(&refs, &picked)?)
 }
 
 /// Register `stored` with no rows, for a store's first night.

@@ -824,13 +824,18 @@ pub(super) fn write_batches(schema: SchemaRef, batches: &[RecordBatch]) -> Resul
     let mut buffer = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), None)?;
     for batch in batches {
-        // Files written by other versions or engines may hold a column in
-        // another layout of the same type (Utf8 and Utf8View).
-        let columns = batch.columns().iter().zip(schema.fields()).map(|(c, f)| cast(c, f.data_type())).collect::<std::result::Result<Vec<_>, _>>()?;
-        writer.write(&RecordBatch::try_new(schema.clone(), columns)?)?;
+        writer.write(&conform(batch, &schema)?)?;
     }
     writer.close()?;
     Ok(buffer)
+}
+
+/// `batch` with the column types of `schema`: files written by other
+/// versions or engines may hold a column in another layout of the same type
+/// (Utf8 and Utf8View).
+pub(super) fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    let columns = batch.columns().iter().zip(schema.fields()).map(|(c, f)| cast(c, f.data_type())).collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }
 
 /// One record batch as an in-memory Parquet file.
