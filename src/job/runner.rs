@@ -889,10 +889,12 @@ pub(super) struct NearPairs {
 /// `_work/candidates/`, checked on their term sets when asked; registers
 /// Members above which a MinHash bucket is *hot*: its pairs are found by an
 /// exact Jaccard join (`jaccard_pairs`) rather than listed. Below it, listing
-/// is cheaper than gathering the members' term sets. On `weibo_reposts`,
-/// buckets of more than 16 members hold 11 % of the bucket memberships but
-/// 91 % of the pairs listed before.
-const HOT_BUCKET: u64 = 16;
+/// is cheaper than gathering the members' term sets. Measured on
+/// `weibo_reposts` (52_minhash_candidates.sql alone; candidates, seconds):
+/// 2 members 428,495 in 1.03 s, 4: 570,624 in 0.79 s, 8: 784,598 in 1.05 s,
+/// 16: 1,096,441 in 1.18 s, 64: 2,110,405 in 1.86 s; listing every bucket
+/// gave 11.6 million.
+const HOT_BUCKET: u64 = 4;
 
 /// `candidates` and `near_pairs`. The band plan is chosen for `distinct`
 /// fingerprints. The stage `join` ends (with `describe(candidates,
