@@ -884,9 +884,6 @@ pub(super) struct NearPairs {
     pub edges: Vec<(u64, u64)>,
 }
 
-/// Candidate pairs from the SimHash banded join and MinHash bands (the
-/// statements given: one run's, or a store run's), one file each in
-/// `_work/candidates/`, checked on their term sets when asked; registers
 /// Members above which a MinHash bucket is *hot*: its pairs are found by an
 /// exact Jaccard join (`jaccard_pairs`) rather than listed. Below it, listing
 /// is cheaper than gathering the members' term sets. Measured on
@@ -896,6 +893,9 @@ pub(super) struct NearPairs {
 /// gave 11.6 million.
 const HOT_BUCKET: u64 = 4;
 
+/// Candidate pairs from the SimHash banded join and MinHash bands (the
+/// statements given: one run's, or a store run's), one file each in
+/// `_work/candidates/`, checked on their term sets when asked; registers
 /// `candidates` and `near_pairs`. The band plan is chosen for `distinct`
 /// fingerprints. The stage `join` ends (with `describe(candidates,
 /// sources)`) before the check begins.
@@ -932,8 +932,8 @@ pub(super) async fn near_pairs(
             Verify::Jaccard(t) => (HOT_BUCKET.to_string(), format!("{t:?}")),
             _ => (i64::MAX.to_string(), "1.0".to_string()),
         };
-        let values = [("path", literal(&path)), ("hot", hot), ("threshold", threshold)];
-        collect(ctx, &render(sql::MINHASH_CANDIDATES, &values.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>())).await?;
+        let target = literal(&path);
+        collect(ctx, &render(sql::MINHASH_CANDIDATES, &[("path", &target), ("hot", &hot), ("threshold", &threshold)])).await?;
         sources.push(format!("MinHash {}", join.minhash));
     }
     let candidates_path = out.staged("_work/candidates/");
