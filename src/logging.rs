@@ -1,17 +1,23 @@
 //! Log lines of the long-running processes (`neardup scheduler`,
-//! `neardup executor`): Ballista reports through the `log` facade, and this
-//! writes its records to standard error, one line each. The level comes from
-//! `NEARDUP_LOG` (error, warn, info, debug, trace; default warn).
+//! `neardup executor`) and of the job: Ballista reports through the `log`
+//! facade, and this writes its records to standard error, one line each. The
+//! level comes from `NEARDUP_LOG` (error, warn, info, debug, trace; default
+//! warn). In the job it applies to neardup's own records (at debug, each
+//! statement's time); the libraries' stay at warn, since DataFusion's debug
+//! records are its optimizer's every plan.
 
 use std::io::Write;
 
 struct StderrLogger {
     role: &'static str,
+    /// The level of other crates' records.
+    libraries: log::LevelFilter,
 }
 
 impl log::Log for StderrLogger {
     fn enabled(&self, metadata: &log::Metadata) -> bool {
-        metadata.level() <= log::max_level()
+        let own = metadata.target().starts_with("neardup");
+        metadata.level() <= if own { log::max_level() } else { self.libraries }
     }
 
     fn log(&self, record: &log::Record) {
@@ -36,11 +42,13 @@ fn level_from_env() -> Result<log::LevelFilter, String> {
     }
 }
 
-/// Send log records to standard error, tagged with the process's `role`.
+/// Send log records to standard error, tagged with the process's `role`
+/// ("job" keeps other crates' records at warn at most).
 pub fn init(role: &'static str) -> crate::error::Result<()> {
     let level = level_from_env().map_err(crate::error::Error::input)?;
+    let libraries = if role == "job" { level.min(log::LevelFilter::Warn) } else { level };
     // A second call (e.g. in tests) keeps the first logger.
-    if log::set_logger(Box::leak(Box::new(StderrLogger { role }))).is_ok() {
+    if log::set_logger(Box::leak(Box::new(StderrLogger { role, libraries }))).is_ok() {
         log::set_max_level(level);
     }
     Ok(())

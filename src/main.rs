@@ -67,6 +67,11 @@ fn report(summary: &Summary, json: bool) -> Result<(), Error> {
 }
 
 async fn run(cli: Cli) -> Result<(), Error> {
+    // The servers tag their records with their role; every other command
+    // logs (NEARDUP_LOG=debug: each statement's time) as the job.
+    if !matches!(cli.command, Command::Scheduler(_) | Command::Executor(_)) {
+        neardup::logging::init("job")?;
+    }
     match cli.command {
         Command::Dedup(args) => {
             let output = &args.fingerprints.output;

@@ -564,3 +564,24 @@ fn the_fingerprint_plan_calls_idf_simhash_once() {
     let physical = &plan[plan.find("Exec:").unwrap()..];
     assert_eq!(physical.matches("idf_simhash(terms@").count(), 1, "{physical}");
 }
+
+#[test]
+fn debug_log_times_each_statement_without_the_engines_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["fingerprint", "-q", "-i", &sample("news.parquet"), "-o", out.to_str().unwrap()])
+        .env("NEARDUP_LOG", "debug")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    // One line a statement, tagged with the job's role: its time, then its
+    // first words (the segmentation statement writes the terms).
+    let timed: Vec<&str> = err.lines().filter(|l| l.contains(" job DEBUG neardup::job::runner: ")).collect();
+    assert!(timed.iter().any(|l| l.contains(" ms  COPY ( SELECT source, id")), "{err}");
+    assert!(timed.len() >= 4, "{err}");
+    // DataFusion's and its parser's own debug records (every optimizer
+    // pass) stay out.
+    assert!(!err.contains("DEBUG datafusion") && !err.contains("DEBUG sqlparser"), "{err}");
+}

@@ -171,7 +171,16 @@ pub(super) async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec
             datafusion::physical_plan::displayable(plan.as_ref()).indent(true)
         );
     }
-    Ok(df.collect().await?)
+    let started = Instant::now();
+    let batches = df.collect().await?;
+    log::debug!("{:>6} ms  {}", started.elapsed().as_millis(), statement_label(statement));
+    Ok(batches)
+}
+
+/// A statement's first words after its comments, for the debug log.
+fn statement_label(statement: &str) -> String {
+    let code = statement.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join(" ");
+    code.split_whitespace().take(12).collect::<Vec<_>>().join(" ")
 }
 
 /// Run one statement and measure the bytes its Parquet scans read (0 when
