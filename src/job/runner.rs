@@ -17,7 +17,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Typ
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::SessionContext;
 
-use super::config::{Candidates, DuplicateIds, JobSpec, JoinOptions, KeepRule};
+use super::config::{Candidates, DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, KeepRule};
 use super::nightly::{self, StoreRun};
 use super::sql::{self, render};
 use super::summary::{BandPlanSummary, FingerprintSettings, IdfSummary, InputSummary, Plan, PlanInput, Summary};
@@ -577,27 +577,73 @@ async fn dedup_stages(
     with_join: bool,
     store: Option<(&mut StoreRun, u64, crate::job::summary::StoreReads, Option<&Lease>)>,
 ) -> Result<Summary> {
-    let fp = &spec.fingerprint;
-    let settings = FingerprintSettings::of(fp);
+    let settings = FingerprintSettings::of(&spec.fingerprint);
     let keep_key = if keep.column().is_some() { ", keep_key" } else { "" };
+    let (boilerplate, boilerplate_lines) = boilerplate_stage(ctx, &spec.fingerprint, progress).await?;
+    let corpus_n = segment_stage(ctx, &spec.fingerprint, keep_key, &boilerplate, out, progress).await?;
+    let idf = corpus_df_stage(ctx, &spec.fingerprint, &settings, corpus_n, out, progress).await?;
+    let meta = fingerprint_stage(ctx, spec, &settings, keep_key, &idf, corpus_n, out, progress).await?;
 
-    // Stage 0 (optional): boilerplate lines.
-    let mut boilerplate_lines = 0;
-    let boilerplate = match fp.boilerplate_lines {
-        None => "NULL".to_string(),
-        Some(n) => {
-            let batches = collect(ctx, &render(sql::BOILERPLATE_LINES, &[("min_docs", &n.to_string())])).await?;
-            let mut hashes = Vec::new();
-            for b in &batches {
-                hashes.extend_from_slice(column_u64(b, 0)?.values());
-            }
-            boilerplate_lines = hashes.len() as u64;
-            progress.done("boilerplate", format!("{boilerplate_lines} lines in at least {n} documents"));
-            literal(&crate::text::format_set(&hashes))
-        }
+    let mut summary = if let Some((store, already_stored, reads, lease)) = store {
+        let night = nightly::Night {
+            spec,
+            keep,
+            settings: &settings,
+            model: idf.model.as_ref().map(|m| m.location.as_str()),
+            idf_n_docs: idf.summary.as_ref().map_or(0, |i| i.n_docs),
+            already_stored,
+            reads,
+            lease,
+        };
+        nightly::store_stages(ctx, store, night, out, progress).await?
+    } else if with_join {
+        join_stages(ctx, &spec.join, keep, out, Some(&meta), progress).await?
+    } else {
+        let distinct_fingerprints = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
+        Summary { distinct_fingerprints, ..Summary::default() }
     };
+    if spec.survivors && with_join {
+        survivors_stage(ctx, spec, out, progress).await?;
+    }
 
-    // Stage 1: segment once.
+    summary.command = if with_join { "dedup" } else { "fingerprint" }.into();
+    summary.output = out.url().to_string();
+    summary.settings = Some(settings);
+    summary.idf = idf.summary;
+    summary.boilerplate_lines = boilerplate_lines;
+    summary.inputs = input_counts(ctx, &spec.inputs).await?;
+    summary.documents = summary.inputs.iter().map(|i| i.documents).sum();
+    summary.documents_without_terms = summary.inputs.iter().map(|i| i.documents_without_terms).sum();
+    Ok(summary)
+}
+
+/// Stage `boilerplate` (optional): the hashes of lines found in at least
+/// `--boilerplate-lines` documents, as the SQL set literal that segmentation
+/// leaves out (`NULL`: none), and how many there are.
+async fn boilerplate_stage(ctx: &SessionContext, fp: &FingerprintOptions, progress: &mut Progress) -> Result<(String, u64)> {
+    let Some(n) = fp.boilerplate_lines else {
+        return Ok(("NULL".to_string(), 0));
+    };
+    let batches = collect(ctx, &render(sql::BOILERPLATE_LINES, &[("min_docs", &n.to_string())])).await?;
+    let mut hashes = Vec::new();
+    for b in &batches {
+        hashes.extend_from_slice(column_u64(b, 0)?.values());
+    }
+    let lines = hashes.len() as u64;
+    progress.done("boilerplate", format!("{lines} lines in at least {n} documents"));
+    Ok((literal(&crate::text::format_set(&hashes)), lines))
+}
+
+/// Stage `segment`: every document segmented once, into the work table
+/// `terms`; returns the documents with terms.
+async fn segment_stage(
+    ctx: &SessionContext,
+    fp: &FingerprintOptions,
+    keep_key: &str,
+    boilerplate: &str,
+    out: &OutputDir,
+    progress: &mut Progress,
+) -> Result<u64> {
     let terms_path = out.staged("_work/terms.parquet");
     if progress.shows_bar() {
         progress.begin("segment", Some(scalar_u64(ctx, "SELECT count(*) FROM documents").await?));
@@ -612,7 +658,7 @@ async fn dedup_stages(
                 ("tokenizer", &literal(&fp.tokenizer)),
                 ("analyzer_options", &literal(&fp.analyzer_options().to_options_string())),
                 ("with_pos", if fp.weighting.needs_pos() { "true" } else { "false" }),
-                ("boilerplate", &boilerplate),
+                ("boilerplate", boilerplate),
                 ("path", &literal(&terms_path)),
             ],
         ),
@@ -621,46 +667,83 @@ async fn dedup_stages(
     register_parquet(ctx, "terms", &terms_path).await?;
     let corpus_n = scalar_u64(ctx, sql::CORPUS_SIZE).await?;
     progress.done("segment", format!("{corpus_n} documents with terms"));
+    Ok(corpus_n)
+}
 
+/// The document frequencies the fingerprints are weighted with.
+struct IdfModel {
+    /// Its files and version, as `idf_simhash` takes them.
+    files: (String, String),
+    n_docs: u64,
+    /// The df table: a work file or the model the run was given.
+    location: String,
+}
+
+/// What stage `corpus_df` leaves: its summary, and the model the
+/// fingerprints use (none for a weighting without idf).
+struct Idf {
+    summary: Option<IdfSummary>,
+    model: Option<IdfModel>,
+}
+
+/// Stage `corpus_df`: corpus document frequencies, or a saved model.
+/// Computed also for weightings without idf when a model is to be saved.
+async fn corpus_df_stage(
+    ctx: &SessionContext,
+    fp: &FingerprintOptions,
+    settings: &FingerprintSettings,
+    corpus_n: u64,
+    out: &OutputDir,
+    progress: &mut Progress,
+) -> Result<Idf> {
     progress.begin("corpus_df", None);
-    // Stage 2: corpus document frequencies, or a saved model. Computed also
-    // for weightings without idf when a model is to be saved.
-    let mut idf_summary = None;
-    let mut model = None;
-    let mut idf_location = String::new();
-    if fp.weighting.needs_idf() || fp.save_idf_model.is_some() {
-        let (n_docs, source, location) = match &fp.idf_model {
-            Some(model) => (load_idf_model(ctx, model, &settings).await?, model.clone(), model.clone()),
-            None => {
-                let df_path = out.staged("_work/corpus_df.parquet");
-                let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None };
-                collect(ctx, &render(sql::CORPUS_DF, &[("path", &literal(&df_path))])).await?;
-                seal(ctx, &df_path, Some(&meta)).await?;
-                register_parquet(ctx, "corpus_df", &df_path).await?;
-                if let Some(save) = &fp.save_idf_model {
-                    copy_file(ctx, &df_path, save).await?;
-                }
-                (corpus_n, "corpus".to_string(), df_path)
-            }
-        };
-        let terms = scalar_u64(ctx, "SELECT count(*) FROM corpus_df").await?;
-        idf_summary = Some(IdfSummary { source, n_docs, terms, saved_to: fp.save_idf_model.clone() });
-        progress.done("corpus_df", format!("{terms} terms over {n_docs} documents"));
-        if fp.weighting.needs_idf() {
-            model = Some((model_files(ctx, &location).await?, n_docs));
-            idf_location = location;
-        }
+    if !fp.weighting.needs_idf() && fp.save_idf_model.is_none() {
+        return Ok(Idf { summary: None, model: None });
     }
+    let (n_docs, source, location) = match &fp.idf_model {
+        Some(model) => (load_idf_model(ctx, model, settings).await?, model.clone(), model.clone()),
+        None => {
+            let df_path = out.staged("_work/corpus_df.parquet");
+            let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None };
+            collect(ctx, &render(sql::CORPUS_DF, &[("path", &literal(&df_path))])).await?;
+            seal(ctx, &df_path, Some(&meta)).await?;
+            register_parquet(ctx, "corpus_df", &df_path).await?;
+            if let Some(save) = &fp.save_idf_model {
+                copy_file(ctx, &df_path, save).await?;
+            }
+            (corpus_n, "corpus".to_string(), df_path)
+        }
+    };
+    let terms = scalar_u64(ctx, "SELECT count(*) FROM corpus_df").await?;
+    progress.done("corpus_df", format!("{terms} terms over {n_docs} documents"));
+    let model = match fp.weighting.needs_idf() {
+        true => Some(IdfModel { files: model_files(ctx, &location).await?, n_docs, location }),
+        false => None,
+    };
+    Ok(Idf { summary: Some(IdfSummary { source, n_docs, terms, saved_to: fp.save_idf_model.clone() }), model })
+}
 
+/// Stage `fingerprints`: weights, SimHash fingerprints and MinHash keys,
+/// into `fingerprints/`; returns the metadata its files carry.
+async fn fingerprint_stage(
+    ctx: &SessionContext,
+    spec: &JobSpec,
+    settings: &FingerprintSettings,
+    keep_key: &str,
+    idf: &Idf,
+    corpus_n: u64,
+    out: &OutputDir,
+    progress: &mut Progress,
+) -> Result<FileMetadata> {
+    let fp = &spec.fingerprint;
     progress.begin("fingerprints", Some(corpus_n));
-    // Stage 3: weights and fingerprints.
-    let ((urls, version), n_docs) = match &model {
-        Some(((urls, version), n)) => ((literal(urls), literal(version)), n.to_string()),
+    let ((urls, version), n_docs) = match &idf.model {
+        Some(IdfModel { files: (urls, version), n_docs, .. }) => ((literal(urls), literal(version)), n_docs.to_string()),
         None => (("NULL".into(), "NULL".into()), "NULL".into()),
     };
     let fp_path = out.staged("fingerprints/part-00000.parquet");
     let minhash = spec.join.candidates.minhash().then_some(spec.join.minhash);
-    let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf_summary.as_ref().map(|i| i.n_docs), idf_model: None, minhash };
+    let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf.summary.as_ref().map(|i| i.n_docs), idf_model: None, minhash };
     collect(
         ctx,
         &render(
@@ -682,56 +765,27 @@ async fn dedup_stages(
     seal(ctx, &fp_path, Some(&meta)).await?;
     register_parquet(ctx, "fingerprints", &fp_path).await?;
     progress.done("fingerprints", format!("weighting {}", fp.weighting));
+    Ok(meta)
+}
 
-    let mut summary = if let Some((store, already_stored, reads, lease)) = store {
-        let df_location = model.as_ref().map(|_| idf_location.clone());
-        let night = nightly::Night {
-            spec,
-            keep,
-            settings: &settings,
-            model: df_location.as_deref(),
-            idf_n_docs: idf_summary.as_ref().map_or(0, |i| i.n_docs),
-            already_stored,
-            reads,
-            lease,
-        };
-        nightly::store_stages(ctx, store, night, out, progress).await?
-    } else if with_join {
-        join_stages(ctx, &spec.join, keep, out, Some(&meta), progress).await?
-    } else {
-        let distinct_fingerprints = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
-        Summary { distinct_fingerprints, ..Summary::default() }
-    };
-
-    if spec.survivors && with_join {
-        for (i, input) in spec.inputs.iter().enumerate() {
-            let path = out.staged(&format!("survivors/{}/part-00000.parquet", input.name));
-            collect(
-                ctx,
-                &render(
-                    sql::SURVIVORS,
-                    &[
-                        ("table", &ident(&format!("input_{i}"))),
-                        ("source", &literal(&input.name)),
-                        ("id", &ident(&spec.columns.id)),
-                        ("path", &literal(&path)),
-                    ],
-                ),
-            )
-            .await?;
-        }
-        progress.done("survivors", format!("{} input(s)", spec.inputs.len()));
+/// Stage `survivors` (`--survivors`): each input's rows without the
+/// duplicates, in `survivors/<input>/`.
+async fn survivors_stage(ctx: &SessionContext, spec: &JobSpec, out: &OutputDir, progress: &mut Progress) -> Result<()> {
+    for (i, input) in spec.inputs.iter().enumerate() {
+        let path = out.staged(&format!("survivors/{}/part-00000.parquet", input.name));
+        let statement = render(
+            sql::SURVIVORS,
+            &[
+                ("table", &ident(&format!("input_{i}"))),
+                ("source", &literal(&input.name)),
+                ("id", &ident(&spec.columns.id)),
+                ("path", &literal(&path)),
+            ],
+        );
+        collect(ctx, &statement).await?;
     }
-
-    summary.command = if with_join { "dedup" } else { "fingerprint" }.into();
-    summary.output = out.url().to_string();
-    summary.settings = Some(settings);
-    summary.idf = idf_summary;
-    summary.boilerplate_lines = boilerplate_lines;
-    summary.inputs = input_counts(ctx, &spec.inputs).await?;
-    summary.documents = summary.inputs.iter().map(|i| i.documents).sum();
-    summary.documents_without_terms = summary.inputs.iter().map(|i| i.documents_without_terms).sum();
-    Ok(summary)
+    progress.done("survivors", format!("{} input(s)", spec.inputs.len()));
+    Ok(())
 }
 
 async fn input_counts(ctx: &SessionContext, inputs: &[InputSpec]) -> Result<Vec<InputSummary>> {
