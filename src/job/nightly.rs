@@ -43,8 +43,7 @@ use super::runner::{
     strings, write_batches, FileMetadata, Progress,
 };
 use super::sql::{self, render};
-use super::summary::{content_identity, BandPlanSummary, FingerprintSettings, StoreReads, StoreSummary, Summary};
-use crate::cluster::components;
+use super::summary::{content_identity, FingerprintSettings, StoreReads, StoreSummary, Summary};
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
 use crate::minhash::MinHashPlan;
@@ -532,7 +531,6 @@ async fn register_nothing_stored(ctx: &SessionContext, keep_key: &str) -> Result
 pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Night<'_>, out: &OutputDir, progress: &mut Progress) -> Result<Summary> {
     let join = &night.spec.join;
     let keep = night.keep;
-    let k = join.max_hamming;
     let keep_key = if keep.column().is_some() { ", keep_key" } else { "" };
     progress.begin("join", None);
     let stored_documents =
@@ -572,13 +570,11 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
         format!("{n} candidate pairs of tonight's fingerprints among {known} known ({sources})")
     })
     .await?;
-    let (plan, candidate_count, edges) = (found.plan, found.candidates, found.edges);
-    let near_count = edges.len() as u64;
     if verify.measure().is_some() {
+        let (near_count, candidate_count) = (found.edges.len(), found.candidates);
         progress.done("verify", format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} copies rejected"));
     }
-    out.put("_work/components.parquet", super::runner::components_parquet(&components(edges))?).await?;
-    register_parquet(ctx, "components", &out.staged("_work/components.parquet")).await?;
+    let joined = found.into_components(ctx, out, join, keep, unconfirmed).await?;
 
     // The run's partition, staged beside the store's runs.
     let created = store.manifest.is_none();
@@ -672,22 +668,13 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
     progress.done("store", format!("run '{}' committed: {added} documents added, {} earlier runs", store.run_id, store.earlier_runs()));
 
     Ok(Summary {
-        neardup_version: env!("CARGO_PKG_VERSION").into(),
         distinct_fingerprints: scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?,
-        near_fingerprint_pairs: near_count,
         pairs,
         clusters,
         documents_in_clusters: in_clusters,
         duplicates,
-        max_hamming: k,
-        band_plan: plan.as_ref().map(|plan| BandPlanSummary::of(plan, join.blocks.is_none())),
-        candidates: super::runner::candidates_name(join),
-        candidate_pairs: candidate_count,
-        verify: verify.to_string(),
-        unconfirmed_copies: unconfirmed,
-        keep: keep.to_string(),
         store: Some(store_summary),
-        ..Summary::default()
+        ..joined
     })
 }
 

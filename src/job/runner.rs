@@ -947,6 +947,36 @@ pub(super) struct NearPairs {
     pub edges: Vec<(u64, u64)>,
 }
 
+impl NearPairs {
+    /// Label every fingerprint of a pair with its connected component, into
+    /// the work table `components` (`simhash`, `cluster_id`); returns the
+    /// summary fields of the join, which one-shot and store runs share.
+    pub(super) async fn into_components(
+        self,
+        ctx: &SessionContext,
+        out: &OutputDir,
+        join: &JoinOptions,
+        keep: &KeepRule,
+        unconfirmed: u64,
+    ) -> Result<Summary> {
+        let summary = Summary {
+            neardup_version: env!("CARGO_PKG_VERSION").into(),
+            near_fingerprint_pairs: self.edges.len() as u64,
+            max_hamming: join.max_hamming,
+            band_plan: self.plan.as_ref().map(|plan| BandPlanSummary::of(plan, join.blocks.is_none())),
+            candidates: candidates_name(join),
+            candidate_pairs: self.candidates,
+            verify: join.verify.to_string(),
+            unconfirmed_copies: unconfirmed,
+            keep: keep.to_string(),
+            ..Summary::default()
+        };
+        out.put("_work/components.parquet", components_parquet(&components(self.edges))?).await?;
+        register_parquet(ctx, "components", &out.staged("_work/components.parquet")).await?;
+        Ok(summary)
+    }
+}
+
 /// Members above which a MinHash bucket is *hot*: its pairs are found by an
 /// exact Jaccard join (`jaccard_pairs`) rather than listed. Below it, listing
 /// is cheaper than gathering the members' term sets. Measured on
@@ -1035,7 +1065,6 @@ async fn join_stages(
     progress: &mut Progress,
 ) -> Result<Summary> {
     progress.begin("join", None);
-    let k = join.max_hamming;
     // A one-shot run is a store's first night: nothing is stored (the
     // shared statements 50, 51 and 57 read `stored`).
     collect(ctx, "CREATE VIEW stored AS SELECT * FROM fingerprints WHERE false").await?;
@@ -1067,9 +1096,8 @@ async fn join_stages(
         format!("{n} candidate pairs among {distinct} distinct fingerprints ({sources})")
     })
     .await?;
-    let (plan, candidate_count, edge_list) = (found.plan, found.candidates, found.edges);
-    let near_count = edge_list.len() as u64;
     if let Some((measure, threshold)) = verify.measure() {
+        let (near_count, candidate_count) = (found.edges.len(), found.candidates);
         progress.done(
             "verify",
             format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} identical-fingerprint copies rejected ({measure} >= {threshold})"),
@@ -1077,9 +1105,7 @@ async fn join_stages(
     }
 
     progress.begin("clusters", None);
-    let labels = components(edge_list);
-    out.put("_work/components.parquet", components_parquet(&labels)?).await?;
-    register_parquet(ctx, "components", &out.staged("_work/components.parquet")).await?;
+    let joined = found.into_components(ctx, out, join, keep, unconfirmed).await?;
 
     let clusters_path = out.staged("clusters/part-00000.parquet");
     collect(ctx, &render(sql::CLUSTERS, &[("path", &literal(&clusters_path)), ("keep_order", keep.order_by())])).await?;
@@ -1098,21 +1124,12 @@ async fn join_stages(
     progress.done("pairs", format!("{pairs} pairs"));
 
     Ok(Summary {
-        neardup_version: env!("CARGO_PKG_VERSION").into(),
         distinct_fingerprints: distinct,
-        near_fingerprint_pairs: near_count,
         pairs,
         clusters,
         documents_in_clusters: in_clusters,
         duplicates: in_clusters - clusters,
-        max_hamming: k,
-        band_plan: plan.as_ref().map(|plan| BandPlanSummary::of(plan, join.blocks.is_none())),
-        candidates: candidates_name(join),
-        candidate_pairs: candidate_count,
-        verify: verify.to_string(),
-        unconfirmed_copies: unconfirmed,
-        keep: keep.to_string(),
-        ..Summary::default()
+        ..joined
     })
 }
 
