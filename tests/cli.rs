@@ -549,17 +549,24 @@ fn top_k_lets_only_the_heaviest_terms_vote() {
 /// Every document's fingerprint is computed once: the plan of the
 /// fingerprint statement calls idf_simhash in one place, although the query
 /// reads two fields of its result.
-#[test]
-fn the_fingerprint_plan_calls_idf_simhash_once() {
+/// The standard error of `neardup fingerprint` on the sample news, run with
+/// the environment variable `key` set to `value`.
+fn fingerprint_stderr_with(key: &str, value: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
         .args(["fingerprint", "-q", "-i", &sample("news.parquet"), "-o", out.to_str().unwrap()])
-        .env("NEARDUP_EXPLAIN", "1")
+        .env(key, value)
         .output()
         .unwrap();
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
+    err
+}
+
+#[test]
+fn the_fingerprint_plan_calls_idf_simhash_once() {
+    let err = fingerprint_stderr_with("NEARDUP_EXPLAIN", "1");
     let plan = err.split("neardup: plan of").find(|p| p.contains("-- Stage 3")).expect("the stage 3 plan");
     let physical = &plan[plan.find("Exec:").unwrap()..];
     assert_eq!(physical.matches("idf_simhash(terms@").count(), 1, "{physical}");
@@ -567,15 +574,7 @@ fn the_fingerprint_plan_calls_idf_simhash_once() {
 
 #[test]
 fn debug_log_times_each_statement_without_the_engines_records() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["fingerprint", "-q", "-i", &sample("news.parquet"), "-o", out.to_str().unwrap()])
-        .env("NEARDUP_LOG", "debug")
-        .output()
-        .unwrap();
-    let err = stderr(&o);
-    assert!(o.status.success(), "{err}");
+    let err = fingerprint_stderr_with("NEARDUP_LOG", "debug");
     // One line a statement, tagged with the job's role: its time, then its
     // first words (the segmentation statement writes the terms).
     let timed: Vec<&str> = err.lines().filter(|l| l.contains(" job DEBUG neardup::job::runner: ")).collect();
