@@ -1,25 +1,38 @@
--- Stage 6: the pairs, as evidence edges that stay linear in the corpus size.
--- Each group of identical fingerprints is anchored at its smallest
--- (source, id): every other member is paired with the anchor at distance 0
--- (g − 1 pairs for g copies, not g(g − 1)/2). Each near pair of distinct
--- fingerprints is reported once, between the two anchors. Every document
--- pair within distance k is implied: see sql/examples/all_document_pairs.sql.
--- In every pair (source_a, id_a) < (source_b, id_b). `similarity` is the
--- term-set similarity of a verified near pair (NULL without verification,
--- and for identical fingerprints).
+-- Stage 6: the pairs, as evidence edges that stay linear in the corpus size,
+-- for one-shot and store runs alike (`stored` is empty in a one-shot run).
+-- Each fingerprint is anchored at its first stored document by (source, id),
+-- or, if no earlier run has it, at its first eligible document of tonight:
+-- anchors stay in earlier runs, which tonight does not change. Each other
+-- eligible document is paired with its fingerprint's anchor at distance 0
+-- (g − 1 pairs for g copies, not g(g − 1)/2), and each near pair of distinct
+-- fingerprints found tonight is reported once, between the two anchors.
+-- Every document pair within distance k is implied (see
+-- sql/examples/all_document_pairs.sql), and the pairs of all nights together
+-- link the same documents as one run over all of them. In every pair
+-- (source_a, id_a) < (source_b, id_b). `similarity` is the term-set
+-- similarity of a verified near pair (NULL without verification, and for
+-- identical fingerprints).
+-- Only the fingerprints that can give a pair are anchored: those of the
+-- report's `clusters` (60_clusters.sql, or tonight's, 95_store_clusters.sql)
+-- and the stored ones tonight touched (anchoring every fingerprint of
+-- `weibo_reposts` took 8 times as long).
 COPY (
-  WITH anchors AS (
+  WITH everyone AS (
+    SELECT simhash, source, id, 1 AS tonight FROM eligible WHERE simhash IN (SELECT DISTINCT simhash FROM clusters)
+    UNION ALL
+    SELECT simhash, source, id, 0 AS tonight FROM stored WHERE simhash IS NOT NULL
+  ),
+  anchors AS (
     SELECT simhash, source, id
     FROM (
       SELECT simhash, source, id,
-             row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
-      FROM eligible
-      WHERE simhash IN (SELECT DISTINCT simhash FROM clusters)
+             row_number() OVER (PARTITION BY simhash ORDER BY tonight, source, id) AS r
+      FROM everyone
     )
     WHERE r = 1
   ),
   exact AS (
-    SELECT a.source AS source_a, a.id AS id_a, f.source AS source_b, f.id AS id_b,
+    SELECT a.source AS sx, a.id AS ix, f.source AS sy, f.id AS iy,
            CAST(0 AS INT) AS hamming,
            CAST(NULL AS DOUBLE) AS similarity
     FROM eligible f
@@ -27,20 +40,21 @@ COPY (
     WHERE NOT (f.source = a.source AND f.id = a.id)
   ),
   near AS (
-    SELECT x.source AS sx, x.id AS ix, y.source AS sy, y.id AS iy, n.hamming, n.similarity,
-           (y.source < x.source OR (y.source = x.source AND y.id < x.id)) AS swap
+    SELECT x.source AS sx, x.id AS ix, y.source AS sy, y.id AS iy, n.hamming, n.similarity
     FROM near_pairs n
     JOIN anchors x ON n.simhash_a = x.simhash
     JOIN anchors y ON n.simhash_b = y.simhash
+  ),
+  edges AS (
+    SELECT *, (sy < sx OR (sy = sx AND iy < ix)) AS swap
+    FROM (SELECT * FROM exact UNION ALL SELECT * FROM near)
   )
-  SELECT source_a, id_a, source_b, id_b, hamming, similarity FROM exact
-  UNION ALL
-  SELECT CASE WHEN swap THEN sy ELSE sx END,
-         CASE WHEN swap THEN iy ELSE ix END,
-         CASE WHEN swap THEN sx ELSE sy END,
-         CASE WHEN swap THEN ix ELSE iy END,
+  SELECT CASE WHEN swap THEN sy ELSE sx END AS source_a,
+         CASE WHEN swap THEN iy ELSE ix END AS id_a,
+         CASE WHEN swap THEN sx ELSE sy END AS source_b,
+         CASE WHEN swap THEN ix ELSE iy END AS id_b,
          hamming,
          similarity
-  FROM near
+  FROM edges
   ORDER BY source_a, id_a, source_b, id_b
 ) TO {{path}} STORED AS PARQUET

@@ -6,7 +6,7 @@
 -- Nothing stored is recomputed or rewritten; the bulky columns of the
 -- fingerprints listed here are then fetched by page into `stored` (of each
 -- fingerprint, its first row by source and id and its first by run, source
--- and id: all that 90–96 read of it).
+-- and id: all that the night's later statements read of it).
 -- `file` numbers the data file of the row: a touched fingerprint's rows are
 -- fetched from the files that hold it only.
 SELECT DISTINCT file, simhash

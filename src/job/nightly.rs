@@ -47,6 +47,7 @@ use super::summary::{content_identity, FingerprintSettings, StoreReads, StoreSum
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
 use crate::minhash::MinHashPlan;
+use crate::sets::Verify;
 use crate::storage::fetch::{narrow_minhash, rows_by_key};
 use crate::storage::{literal, local_path, locate, read_object, register_parquet, register_parquet_files, OutputDir};
 
@@ -527,37 +528,18 @@ async fn register_nothing_stored(ctx: &SessionContext, keep_key: &str) -> Result
 
 /// The store stages: pairs with tonight's fingerprints, representatives,
 /// the run's partition (committed here) and the night's report (staged in
-/// `out`, committed by the caller).
+/// `out`, committed by the caller). The candidates, the check and the
+/// components are those of a one-shot run ([`near_pairs`]); a night differs
+/// in what it reads (`stored`, [`fetch_touched`]) and what it writes (a run).
 pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Night<'_>, out: &OutputDir, progress: &mut Progress) -> Result<Summary> {
     let join = &night.spec.join;
-    let keep = night.keep;
-    let keep_key = if keep.column().is_some() { ", keep_key" } else { "" };
+    let keep_key = if night.keep.column().is_some() { ", keep_key" } else { "" };
     progress.begin("join", None);
     let stored_documents =
         if store.is_first() { 0 } else { scalar_u64(ctx, "SELECT count(*) FROM stored_runs").await? };
     let mut reads = night.reads.clone();
     fetch_touched(ctx, store, join, out, keep_key, stored_documents, &mut reads).await?;
-
-    let sets_path = out.staged("_work/term_sets.parquet");
-    collect(ctx, &render(sql::TERM_SETS, &[("tonight", "fingerprints"), ("path", &literal(&sets_path))])).await?;
-    register_parquet(ctx, "term_sets", &sets_path).await?;
-    let verify = join.verify;
-    let unconfirmed = match verify.measure() {
-        None => {
-            collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
-            0
-        }
-        Some((measure, threshold)) => {
-            let statement = render(sql::STORE_UNCONFIRMED, &[("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))]);
-            let mut rejected = Vec::new();
-            for b in collect(ctx, &statement).await? {
-                let (sources, ids) = (strings(&b, 0)?, strings(&b, 1)?);
-                rejected.extend(sources.into_iter().zip(ids));
-            }
-            eligible_without(ctx, out, &rejected).await?;
-            rejected.len() as u64
-        }
-    };
+    let unconfirmed = tonight_eligible(ctx, join.verify, out).await?;
 
     // Candidates: tonight's fingerprints against every known one.
     let known = scalar_u64(
@@ -570,14 +552,78 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
         format!("{n} candidate pairs of tonight's fingerprints among {known} known ({sources})")
     })
     .await?;
-    if verify.measure().is_some() {
+    if join.verify.measure().is_some() {
         let (near_count, candidate_count) = (found.edges.len(), found.candidates);
         progress.done("verify", format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} copies rejected"));
     }
-    let joined = found.into_components(ctx, out, join, keep, unconfirmed).await?;
+    let joined = found.into_components(ctx, out, join, night.keep, unconfirmed).await?;
 
-    // The run's partition, staged beside the store's runs.
     let created = store.manifest.is_none();
+    let (run_out, meta) = stage_run(ctx, store, &night, keep_key).await?;
+    progress.done("representatives", format!("run '{}' staged", store.run_id));
+    progress.begin("store", None);
+    let report = night_report(ctx, out, &meta, &store.run_id).await?;
+
+    // Commit: the store's model and manifest first (for its first run), then
+    // the run, then (the caller) the report.
+    if created {
+        store.create(ctx, night.model, night.idf_n_docs, night.settings, night.keep).await?;
+    }
+    let store_summary = StoreSummary {
+        url: store.url.clone(),
+        run_id: store.run_id.clone(),
+        earlier_runs: store.earlier_runs(),
+        stored_documents,
+        already_stored: night.already_stored,
+        added: report.added,
+        duplicates_of_stored: report.of_stored,
+        idf_model: meta.idf_model.clone().unwrap_or_default(),
+        created,
+        read: reads,
+    };
+    if let Some(lease) = night.lease {
+        lease.check_held().await?;
+    }
+    run_out.commit(&serde_json::to_string_pretty(&store_summary).expect("summary serialises")).await?;
+    let added = report.added;
+    progress.done("store", format!("run '{}' committed: {added} documents added, {} earlier runs", store.run_id, store.earlier_runs()));
+
+    Ok(Summary {
+        distinct_fingerprints: scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?,
+        pairs: report.pairs,
+        clusters: report.clusters,
+        documents_in_clusters: report.in_clusters,
+        duplicates: report.duplicates,
+        store: Some(store_summary),
+        ..joined
+    })
+}
+
+/// Tonight's term sets (`term_sets`, beside the fetched stored ones) and the
+/// documents that take part (`eligible`): all, or with a check all but the
+/// copies whose term set fails against their fingerprint's first document,
+/// stored or new (sql/93_store_unconfirmed.sql). Returns how many failed.
+async fn tonight_eligible(ctx: &SessionContext, verify: Verify, out: &OutputDir) -> Result<u64> {
+    let sets_path = out.staged("_work/term_sets.parquet");
+    collect(ctx, &render(sql::TERM_SETS, &[("tonight", "fingerprints"), ("path", &literal(&sets_path))])).await?;
+    register_parquet(ctx, "term_sets", &sets_path).await?;
+    let Some((measure, threshold)) = verify.measure() else {
+        collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
+        return Ok(0);
+    };
+    let statement = render(sql::STORE_UNCONFIRMED, &[("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))]);
+    let mut rejected = Vec::new();
+    for b in collect(ctx, &statement).await? {
+        let (sources, ids) = (strings(&b, 0)?, strings(&b, 1)?);
+        rejected.extend(sources.into_iter().zip(ids));
+    }
+    eligible_without(ctx, out, &rejected).await?;
+    Ok(rejected.len() as u64)
+}
+
+/// Tonight's partition, written and sealed beside the store's runs (not yet
+/// committed) and registered as `night`; on failure nothing is left staged.
+async fn stage_run(ctx: &SessionContext, store: &StoreRun, night: &Night<'_>, keep_key: &str) -> Result<(OutputDir, FileMetadata)> {
     let idf_model = match (&store.manifest, night.model) {
         (Some(m), _) => m.idf_model.clone(),
         (None, Some(model)) => content_identity(&read_object(ctx, model).await?),
@@ -591,90 +637,70 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
             &[
                 ("keep_key", keep_key),
                 ("keep_key_f", if keep_key.is_empty() { "" } else { ", f.keep_key" }),
-                ("keep_order", keep.order_by()),
+                ("keep_order", night.keep.order_by()),
                 ("run", &literal(&store.run_id)),
             ],
         );
         crate::storage::sorted::write_query(ctx, &statement, &run_path).await?;
-        let meta = FileMetadata { settings: night.settings.clone(), idf_n_docs: Some(night.idf_n_docs), idf_model: Some(idf_model.clone()), minhash: store.minhash };
+        let meta = FileMetadata { settings: night.settings.clone(), idf_n_docs: Some(night.idf_n_docs), idf_model: Some(idf_model), minhash: store.minhash };
         seal(ctx, &run_path, Some(&meta)).await?;
         register_parquet(ctx, "night", &run_path).await?;
         Ok::<_, Error>(meta)
     }
     .await;
-    let meta = match written {
-        Ok(meta) => meta,
+    match written {
+        Ok(meta) => Ok((run_out, meta)),
         Err(e) => {
             run_out.abort().await;
-            return Err(e);
+            Err(e)
         }
-    };
-    progress.done("representatives", format!("run '{}' staged", store.run_id));
-    progress.begin("store", None);
+    }
+}
 
-    // The night's report.
+/// The counts of a night's report.
+struct NightReport {
+    in_clusters: u64,
+    duplicates: u64,
+    /// Tonight's duplicates whose representative an earlier run stored.
+    of_stored: u64,
+    clusters: u64,
+    pairs: u64,
+    added: u64,
+}
+
+/// The night's report, staged in `out`: tonight's clusters
+/// (sql/95_store_clusters.sql) and pairs (sql/70_pairs.sql, as `dedup`).
+async fn night_report(ctx: &SessionContext, out: &OutputDir, meta: &FileMetadata, run_id: &str) -> Result<NightReport> {
     let clusters_path = out.staged("clusters/part-00000.parquet");
     collect(ctx, &render(sql::STORE_CLUSTERS, &[("path", &literal(&clusters_path))])).await?;
-    seal(ctx, &clusters_path, Some(&meta)).await?;
+    seal(ctx, &clusters_path, Some(meta)).await?;
+    register_parquet(ctx, "clusters", &clusters_path).await?;
     let pairs_path = out.staged("pairs/part-00000.parquet");
-    collect(ctx, &render(sql::STORE_PAIRS, &[("path", &literal(&pairs_path))])).await?;
-    seal(ctx, &pairs_path, Some(&meta)).await?;
-    register_parquet(ctx, "night_clusters", &clusters_path).await?;
-    register_parquet(ctx, "night_pairs", &pairs_path).await?;
+    collect(ctx, &render(sql::PAIRS, &[("path", &literal(&pairs_path))])).await?;
+    seal(ctx, &pairs_path, Some(meta)).await?;
+    register_parquet(ctx, "pairs", &pairs_path).await?;
     let counts = collect(
         ctx,
         &format!(
             "SELECT count(*), \
                     COALESCE(sum(CASE WHEN NOT is_representative THEN 1 ELSE 0 END), 0), \
                     COALESCE(sum(CASE WHEN NOT is_representative AND representative_run <> {run} THEN 1 ELSE 0 END), 0) \
-             FROM night_clusters",
-            run = literal(&store.run_id)
+             FROM clusters",
+            run = literal(run_id)
         ),
     )
     .await?;
     let c = &counts[0];
-    let (in_clusters, duplicates, of_stored) = (column_u64(c, 0)?.value(0), column_u64(c, 1)?.value(0), column_u64(c, 2)?.value(0));
-    // Not count(DISTINCT (a, b)): DataFusion 55 reserves an absurd amount of
-    // memory for a distinct struct, which a --memory-limit pool refuses.
-    let clusters = scalar_u64(
-        ctx,
-        "SELECT count(*) FROM (SELECT DISTINCT representative_source, representative_id FROM night_clusters)",
-    )
-    .await?;
-    let pairs = scalar_u64(ctx, "SELECT count(*) FROM night_pairs").await?;
-    let added = scalar_u64(ctx, "SELECT count(*) FROM night").await?;
-
-    // Commit: the store's model and manifest first (for its first run), then
-    // the run, then (the caller) the report.
-    if created {
-        store.create(ctx, night.model, night.idf_n_docs, night.settings, keep).await?;
-    }
-    let store_summary = StoreSummary {
-        url: store.url.clone(),
-        run_id: store.run_id.clone(),
-        earlier_runs: store.earlier_runs(),
-        stored_documents,
-        already_stored: night.already_stored,
-        added,
-        duplicates_of_stored: of_stored,
-        idf_model,
-        created,
-        read: reads,
-    };
-    if let Some(lease) = night.lease {
-        lease.check_held().await?;
-    }
-    run_out.commit(&serde_json::to_string_pretty(&store_summary).expect("summary serialises")).await?;
-    progress.done("store", format!("run '{}' committed: {added} documents added, {} earlier runs", store.run_id, store.earlier_runs()));
-
-    Ok(Summary {
-        distinct_fingerprints: scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?,
-        pairs,
-        clusters,
-        documents_in_clusters: in_clusters,
-        duplicates,
-        store: Some(store_summary),
-        ..joined
+    Ok(NightReport {
+        in_clusters: column_u64(c, 0)?.value(0),
+        duplicates: column_u64(c, 1)?.value(0),
+        of_stored: column_u64(c, 2)?.value(0),
+        // Not count(DISTINCT (a, b)): DataFusion 55 reserves an absurd amount of
+        // memory for a distinct struct, which a --memory-limit pool refuses.
+        clusters: scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT representative_source, representative_id FROM clusters)")
+            .await?,
+        pairs: scalar_u64(ctx, "SELECT count(*) FROM pairs").await?,
+        added: scalar_u64(ctx, "SELECT count(*) FROM night").await?,
     })
 }
 

@@ -1168,7 +1168,7 @@ async fn dry_run(ctx: &SessionContext, spec: &JobSpec, with_join: bool, store: O
             "candidates of tonight's fingerprints (50_near_pairs.sql, 51_minhash_buckets.sql, 52_minhash_candidates.sql)",
             "verify (55_verified_pairs.sql)",
             "representatives, the run's partition (94_store_run.sql)",
-            "report (95_store_clusters.sql, 96_store_pairs.sql)",
+            "report (95_store_clusters.sql, 70_pairs.sql)",
         ]);
     } else if with_join {
         stages.extend(["candidates (50_near_pairs.sql, 51_minhash_buckets.sql, 52_minhash_candidates.sql)", "verify (55_verified_pairs.sql)", "clusters (60_clusters.sql)", "pairs (70_pairs.sql)"]);

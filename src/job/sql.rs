@@ -24,7 +24,6 @@ pub const STORE_PROBE: &str = include_str!("../../sql/89_store_probe.sql");
 pub const STORE_UNCONFIRMED: &str = include_str!("../../sql/93_store_unconfirmed.sql");
 pub const STORE_RUN: &str = include_str!("../../sql/94_store_run.sql");
 pub const STORE_CLUSTERS: &str = include_str!("../../sql/95_store_clusters.sql");
-pub const STORE_PAIRS: &str = include_str!("../../sql/96_store_pairs.sql");
 
 /// Every pipeline statement, by file name (for tests and `--explain`).
 pub const ALL: &[(&str, &str)] = &[
@@ -47,7 +46,6 @@ pub const ALL: &[(&str, &str)] = &[
     ("93_store_unconfirmed.sql", STORE_UNCONFIRMED),
     ("94_store_run.sql", STORE_RUN),
     ("95_store_clusters.sql", STORE_CLUSTERS),
-    ("96_store_pairs.sql", STORE_PAIRS),
 ];
 
 /// Fill the placeholders of `template`. Every placeholder must be given.
