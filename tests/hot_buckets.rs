@@ -1,0 +1,105 @@
+//! Hot MinHash buckets on real text. A bucket of more than a few members
+//! (`HOT_BUCKET` in src/job/runner.rs) gives only its pairs that pass the
+//! Jaccard check, found by `jaccard_pairs`, instead of listing every pair.
+//! The check must then keep exactly the pairs it keeps when every pair of
+//! every bucket is listed. Checked on the real term sets and MinHash keys of
+//! `weibo_reposts` posts (whose reposts and template comments fill buckets of
+//! hundreds), through the pipeline's own statements (sql/57, 51, 52, 55): as
+//! a one-shot run, and as a night whose other half is stored.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use neardup::job::sql::{render, MINHASH_BUCKETS, MINHASH_CANDIDATES, TERM_SETS, VERIFIED_PAIRS};
+use neardup::storage::literal;
+
+mod common;
+use common::{neardup, ok, read_dir, shared_data, u64s};
+
+/// What one way of finding MinHash pairs gave.
+struct Found {
+    /// Fingerprint pairs kept by the check.
+    kept: BTreeSet<(u64, u64)>,
+    /// Candidate pairs checked.
+    candidates: usize,
+    /// Buckets above the hot bound.
+    hot_buckets: usize,
+}
+
+async fn minhash_pairs(fingerprints: &Path, split: bool, hot: u64, work: &Path) -> Found {
+    let ctx = neardup::session::new_context(&Default::default()).unwrap();
+    let all = fingerprints.display().to_string();
+    neardup::storage::register_parquet(&ctx, "everything", &all).await.unwrap();
+    // A night: the posts of even fingerprint are tonight's, the rest stored.
+    let (tonight, stored) = if split { ("simhash % 2 = 0", "simhash % 2 = 1") } else { ("true", "false") };
+    for view in [
+        format!("CREATE VIEW fingerprints AS SELECT * FROM everything WHERE {tonight}"),
+        format!("CREATE VIEW stored AS SELECT * FROM everything WHERE {stored}"),
+    ] {
+        ctx.sql(&view).await.unwrap().collect().await.unwrap();
+    }
+    let run = |statement: String| {
+        let ctx = ctx.clone();
+        async move { ctx.sql(&statement).await.unwrap().collect().await.unwrap() }
+    };
+    let path = |name: &str| work.join(name).display().to_string();
+    run(render(TERM_SETS, &[("tonight", "fingerprints"), ("path", &literal(&path("term_sets.parquet")))])).await;
+    neardup::storage::register_parquet(&ctx, "term_sets", &path("term_sets.parquet")).await.unwrap();
+    run(render(MINHASH_BUCKETS, &[("path", &literal(&path("buckets/buckets.parquet")))])).await;
+    neardup::storage::register_parquet(&ctx, "minhash_buckets", &path("buckets/buckets.parquet")).await.unwrap();
+    let candidates = path("candidates/minhash.parquet");
+    let hot_text = hot.to_string();
+    run(render(MINHASH_CANDIDATES, &[("path", &literal(&candidates)), ("hot", &hot_text), ("threshold", "0.5")])).await;
+    neardup::storage::register_parquet(&ctx, "candidates", &path("candidates/")).await.unwrap();
+    run(render(VERIFIED_PAIRS, &[("path", &literal(&path("near/near.parquet"))), ("measure", "'jaccard'"), ("threshold", "0.5")])).await;
+
+    let near = read_dir(&work.join("near"));
+    let (a, b) = (u64s(&near, "simhash_a"), u64s(&near, "simhash_b"));
+    let kept: BTreeSet<(u64, u64)> = a.into_iter().zip(b).map(|(a, b)| (a.unwrap(), b.unwrap())).collect();
+    let candidates = u64s(&read_dir(&work.join("candidates")), "simhash_a").len();
+    let buckets = read_dir(&work.join("buckets"));
+    let (keys, members) = (u64s(&buckets, "key"), u64s(&buckets, "members"));
+    let hot_buckets = keys.iter().zip(&members).filter(|(_, m)| m.unwrap() > 4).map(|(k, _)| k.unwrap()).collect::<BTreeSet<_>>().len();
+    Found { kept, candidates, hot_buckets }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_buckets_keep_the_pairs_of_listing_every_pair_on_real_text() {
+    let Some(weibo) = shared_data("weibo_reposts.parquet") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // The first 40,000 posts by id, one row per id.
+    let posts = dir.path().join("posts.parquet");
+    let slice = format!(
+        "COPY (SELECT id, text FROM (SELECT id, text, row_number() OVER (ORDER BY id, text) AS n FROM w) WHERE n <= 40000 \
+         ORDER BY id, text) TO '{}' STORED AS PARQUET",
+        posts.display()
+    );
+    ok(&neardup(&["sql", "-t", &format!("w={}", weibo.display()), "-c", &slice]));
+    let out = dir.path().join("fp");
+    let input = format!("w={}", posts.display());
+    ok(&neardup(&["fingerprint", "-q", "-i", &input, "--duplicate-ids", "keep-first", "-o", out.to_str().unwrap()]));
+    let fingerprints = out.join("fingerprints");
+
+    for split in [false, true] {
+        let work = |name: &str| {
+            let p = dir.path().join(format!("{name}-{split}"));
+            std::fs::create_dir_all(&p).unwrap();
+            p
+        };
+        let hot = minhash_pairs(&fingerprints, split, 4, &work("hot")).await;
+        let listed = minhash_pairs(&fingerprints, split, i64::MAX as u64, &work("listed")).await;
+        // The test means something only if hot buckets are there and
+        // listing their pairs costs many more candidates.
+        assert!(hot.hot_buckets >= 100, "only {} hot buckets (split: {split})", hot.hot_buckets);
+        assert!(listed.candidates > 2 * hot.candidates, "{} listed against {} (split: {split})", listed.candidates, hot.candidates);
+        assert!(listed.kept.len() > 1000, "only {} pairs kept (split: {split})", listed.kept.len());
+        assert_eq!(hot.kept, listed.kept, "hot buckets changed the pairs kept (split: {split})");
+        eprintln!(
+            "split {split}: {} hot buckets; {} candidates against {} listed; {} pairs kept by both",
+            hot.hot_buckets,
+            hot.candidates,
+            listed.candidates,
+            hot.kept.len()
+        );
+    }
+}
