@@ -14,13 +14,14 @@
 -- identical fingerprints).
 -- Only the fingerprints that can give a pair are anchored: those of the
 -- report's `clusters` (60_clusters.sql, or tonight's, 95_store_clusters.sql)
--- and the stored ones tonight touched (anchoring every fingerprint of
+-- and the stored ones of a near pair (anchoring every fingerprint of
 -- `weibo_reposts` took 8 times as long).
 COPY (
   WITH everyone AS (
     SELECT simhash, source, id, 1 AS tonight FROM eligible WHERE simhash IN (SELECT DISTINCT simhash FROM clusters)
     UNION ALL
-    SELECT simhash, source, id, 0 AS tonight FROM stored WHERE simhash IS NOT NULL
+    SELECT simhash, source, id, 0 AS tonight FROM stored
+    WHERE simhash IN (SELECT simhash FROM clusters UNION SELECT simhash_a FROM near_pairs UNION SELECT simhash_b FROM near_pairs)
   ),
   anchors AS (
     SELECT simhash, source, id

@@ -1,6 +1,6 @@
 -- Store runs, before any pair: the stored fingerprints that tonight touches.
 -- Every stored row is read once, by its compact columns only (simhash and
--- its MinHash band keys): night_partners probes tonight's documents, held in
+-- its MinHash band keys): night_touched probes tonight's documents, held in
 -- memory from {{index}}, for equal fingerprints, fingerprints within k
 -- (exactly, through the bands of {{m}} blocks) and shared MinHash keys.
 -- Nothing stored is recomputed or rewritten; the bulky columns of the
@@ -10,10 +10,7 @@
 -- `file` numbers the data file of the row: a touched fingerprint's rows are
 -- fetched from the files that hold it only.
 SELECT DISTINCT file, simhash
-FROM (
-  SELECT file, simhash, night_partners(simhash, minhash, {{index}}, {{version}}, {{k}}, {{m}}) AS partners
-  FROM stored_runs
-  WHERE simhash IS NOT NULL
-)
-WHERE cardinality(partners) > 0
+FROM stored_runs
+WHERE simhash IS NOT NULL
+  AND night_touched(simhash, minhash, {{index}}, {{version}}, {{k}}, {{m}})
 ORDER BY file, simhash

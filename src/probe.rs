@@ -249,7 +249,41 @@ impl NightIndex {
         out: &mut Vec<u64>,
         ends: &mut Vec<usize>,
     ) {
-        assert_eq!(bounds.len(), fingerprints.len() + 1, "partners_batch: one bound per row, and one more");
+        self.each_row(fingerprints, bounds, keys, scratch, |row| {
+            let start = out.len();
+            if let Some(row) = row {
+                if row.equal() {
+                    out.push(row.fingerprint);
+                }
+                row.near(|t| out.push(t));
+                row.sharing(|tonight| out.extend_from_slice(tonight));
+                sort_unique_from(out, start);
+            }
+            ends.push(out.len());
+        });
+    }
+
+    /// Whether each stored row of a batch (as in [`Self::partners_batch`]) has
+    /// a partner tonight, appended to `out`: all the probe needs to choose
+    /// the rows to fetch. It stops at the first partner, and so lists none
+    /// of the hundreds that a key of a popular repost holds.
+    pub fn touched_batch(&self, fingerprints: &[Option<u64>], bounds: &[usize], keys: &[u64], scratch: &mut ProbeScratch, out: &mut Vec<bool>) {
+        self.each_row(fingerprints, bounds, keys, scratch, |row| {
+            out.push(row.is_some_and(|row| row.equal() || row.any_near() || row.shares_a_key()));
+        });
+    }
+
+    /// Run `f` on each row of a batch, in order, with the keys of it that
+    /// passed the filter (`None` for a row without a fingerprint).
+    fn each_row(
+        &self,
+        fingerprints: &[Option<u64>],
+        bounds: &[usize],
+        keys: &[u64],
+        scratch: &mut ProbeScratch,
+        mut f: impl FnMut(Option<Row<'_>>),
+    ) {
+        assert_eq!(bounds.len(), fingerprints.len() + 1, "a probe batch: one bound per row, and one more");
         let first_key = bounds[0];
         let keys = &keys[first_key..bounds[fingerprints.len()]];
         self.filter_batch(fingerprints, keys, scratch);
@@ -260,25 +294,15 @@ impl NightIndex {
             let passed_exact = take_below(exact, &mut at_exact, i + 1);
             let passed_bands = take_below(bands, &mut at_band, (i + 1) * per_row);
             let passed_minhash = take_below(minhash, &mut at_minhash, bounds[i + 1] - first_key);
-            let Some(s) = *s else {
-                ends.push(out.len());
-                continue;
-            };
-            let start = out.len();
-            if !passed_exact.is_empty() && self.exact.lookup(exact_keys[i]).contains(&s) {
-                out.push(s);
-            }
-            if let Some(plan) = &self.plan {
-                for &j in passed_bands {
-                    let near = self.simhash_bands.lookup(band_keys[j as usize]);
-                    out.extend(near.iter().filter(|&&t| (s ^ t).count_ones() <= plan.k));
-                }
-            }
-            for &j in passed_minhash {
-                out.extend_from_slice(self.minhash.lookup(keys[j as usize]));
-            }
-            sort_unique_from(out, start);
-            ends.push(out.len());
+            f(s.map(|fingerprint| Row {
+                index: self,
+                fingerprint,
+                exact_key: (!passed_exact.is_empty()).then(|| exact_keys[i]),
+                bands: passed_bands,
+                band_keys,
+                minhash: passed_minhash,
+                keys,
+            }));
         }
     }
 
@@ -299,6 +323,57 @@ impl NightIndex {
             passed.clear();
             map.candidates(keys, passed);
         }
+    }
+}
+
+/// One stored row of a probe batch, with its keys that passed the filter.
+struct Row<'a> {
+    index: &'a NightIndex,
+    fingerprint: u64,
+    /// Its fingerprint's key, when that passed.
+    exact_key: Option<u64>,
+    /// Indices into `band_keys` and `keys` of its keys that passed.
+    bands: &'a [u32],
+    band_keys: &'a [u64],
+    minhash: &'a [u32],
+    keys: &'a [u64],
+}
+
+impl Row<'_> {
+    /// Whether tonight has its fingerprint.
+    fn equal(&self) -> bool {
+        self.exact_key.is_some_and(|key| self.index.exact.lookup(key).contains(&self.fingerprint))
+    }
+
+    /// Tonight's fingerprints within k of it, through the bands (with repeats).
+    fn near(&self, mut f: impl FnMut(u64)) {
+        let Some(plan) = &self.index.plan else { return };
+        for &j in self.bands {
+            for &t in self.index.simhash_bands.lookup(self.band_keys[j as usize]) {
+                if (self.fingerprint ^ t).count_ones() <= plan.k {
+                    f(t);
+                }
+            }
+        }
+    }
+
+    fn any_near(&self) -> bool {
+        let Some(plan) = &self.index.plan else { return false };
+        self.bands.iter().any(|&j| {
+            let near = self.index.simhash_bands.lookup(self.band_keys[j as usize]);
+            near.iter().any(|&t| (self.fingerprint ^ t).count_ones() <= plan.k)
+        })
+    }
+
+    /// Tonight's fingerprints sharing each of its MinHash keys that passed.
+    fn sharing<'b>(&'b self, mut f: impl FnMut(&'b [u64])) {
+        for &j in self.minhash {
+            f(self.index.minhash.lookup(self.keys[j as usize]));
+        }
+    }
+
+    fn shares_a_key(&self) -> bool {
+        self.minhash.iter().any(|&j| !self.index.minhash.lookup(self.keys[j as usize]).is_empty())
     }
 }
 
@@ -437,6 +512,11 @@ mod tests {
             found += usize::from(!expected.is_empty());
             start = ends[i];
         }
+        // night_touched: a row is touched exactly when it has partners.
+        let mut touched = Vec::new();
+        index.touched_batch(&fingerprints, &bounds, &keys, &mut ProbeScratch::default(), &mut touched);
+        let with_partners: Vec<bool> = (0..400).map(|i| ends[i] > if i == 0 { 0 } else { ends[i - 1] }).collect();
+        assert_eq!(touched, with_partners);
         found
     }
 }

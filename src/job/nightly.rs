@@ -440,7 +440,7 @@ async fn fetch_touched(
     } else {
         "NULL".into()
     };
-    // The index's cache key in night_partners: unique to this write of it.
+    // The index's cache key in night_touched: unique to this write of it.
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     let version = format!("{}-{nanos}", std::process::id());
     let started = std::time::Instant::now();
@@ -459,12 +459,15 @@ async fn fetch_touched(
     let started = std::time::Instant::now();
     let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &wanted).await?;
     let rows = rows.into_iter().map(narrow_minhash).collect::<Result<Vec<_>>>()?;
+    log::debug!("{:>6} ms  fetch: {} rows from {} files", started.elapsed().as_millis(), fetched.rows, fetched.objects);
     reads.fetch_bytes += fetched.bytes;
     reads.fetch_objects += fetched.objects;
     reads.fetched_rows = fetched.rows;
     let schema = schema.ok_or_else(|| Error::runtime(format!("store '{}' has no readable runs", store.url)))?;
     let first = first_rows(&schema, &rows)?;
+    log::debug!("{:>6} ms  fetch: {} rows chosen", started.elapsed().as_millis(), first.num_rows());
     out.put("_work/stored.parquet", write_batches(schema, &[first])?).await?;
+    log::debug!("{:>6} ms  fetch: stored.parquet written", started.elapsed().as_millis());
     register_parquet(ctx, "stored", &out.staged("_work/stored.parquet")).await?;
     reads.fetch_ms = started.elapsed().as_millis() as u64;
     reads.touched_fingerprints = touched.len() as u64;

@@ -15,6 +15,7 @@ use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 
 use super::config::{Candidates, DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, KeepRule};
@@ -885,7 +886,10 @@ pub(super) fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
 /// Record batches of one schema as an in-memory Parquet file.
 pub(super) fn write_batches(schema: SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     let mut buffer = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), None)?;
+    // A work file, read once: dictionaries of hashes and ids would cost
+    // more to build than they save.
+    let props = WriterProperties::builder().set_dictionary_enabled(false).build();
+    let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), Some(props))?;
     for batch in batches {
         writer.write(&conform(batch, &schema)?)?;
     }

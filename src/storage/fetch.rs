@@ -17,7 +17,7 @@ use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
 use datafusion::prelude::SessionContext;
 use futures::future::BoxFuture;
-use futures::{FutureExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection, RowSelector};
@@ -116,11 +116,16 @@ fn pages_to_read(meta: &ParquetMetaData, rg: usize, col: usize, wanted: &[u64], 
     selectors
 }
 
+/// Files fetched at once: their pages are decoded in parallel, on every
+/// core of the runtime, and read concurrently from an object store.
+const FILES_AT_ONCE: usize = 4;
+
 /// The rows of the Parquet `files` whose `column` (UInt64, sorted within
 /// each file) is in that file's sorted, distinct `wanted` values, or NULL
 /// when its flag says so: `wanted[i]` is for `files[i]`, and a file with
-/// nothing wanted is not opened. Returns the rows, the schema of the files
-/// (of the first file, when none is opened), and what was read.
+/// nothing wanted is not opened. Returns the rows (in file order), the schema
+/// of the files (of the first file opened, or of the last file when none
+/// is wanted), and what was read.
 pub async fn rows_by_key(
     ctx: &SessionContext,
     files: &[String],
@@ -128,56 +133,71 @@ pub async fn rows_by_key(
     wanted: &[(Vec<u64>, bool)],
 ) -> Result<(Vec<RecordBatch>, Option<SchemaRef>, Fetched)> {
     let bytes = Arc::new(AtomicU64::new(0));
+    let mut opened: Vec<usize> = (0..files.len()).filter(|&i| !wanted[i].0.is_empty() || wanted[i].1).collect();
+    if opened.is_empty() && !files.is_empty() {
+        opened.push(files.len() - 1);
+    }
+    let mut tasks = Vec::with_capacity(opened.len());
+    for i in opened {
+        let reader = open(ctx, &files[i], bytes.clone()).await?;
+        let (url, column, wanted) = (files[i].clone(), column.to_string(), wanted[i].clone());
+        tasks.push(async move { file_rows_by_key(reader, url, column, wanted).await });
+    }
+    let mut results = futures::stream::iter(tasks.into_iter().map(tokio::spawn)).buffered(FILES_AT_ONCE);
     let mut fetched = Fetched::default();
     let (mut batches, mut schema) = (Vec::new(), None);
-    for (i, url) in files.iter().enumerate() {
-        let (wanted, nulls) = (wanted[i].0.as_slice(), wanted[i].1);
-        if wanted.is_empty() && !nulls && (schema.is_some() || i + 1 < files.len()) {
-            continue;
-        }
-        let reader = open(ctx, url, bytes.clone()).await?;
-        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-        let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
-            .await
-            .map_err(|e| Error::input(format!("'{url}' is not a readable Parquet file: {e}")))?;
+    while let Some(result) = results.next().await {
+        let (file_schema, kept) = result.map_err(|e| Error::runtime(format!("a fetch task failed: {e}")))??;
         fetched.objects += 1;
-        schema.get_or_insert_with(|| builder.schema().clone());
-        let meta = builder.metadata().clone();
-        let Some(col) = meta.file_metadata().schema_descr().columns().iter().position(|c| c.path().string() == column) else {
-            return Err(Error::input(format!("'{url}' has no column '{column}'")));
-        };
-        let (mut groups, mut selectors) = (Vec::new(), Vec::new());
-        for rg in 0..meta.num_row_groups() {
-            let pages = pages_to_read(&meta, rg, col, wanted, nulls);
-            if pages.iter().any(|s| !s.skip) {
-                groups.push(rg);
-                selectors.extend(pages);
-            }
-        }
-        if groups.is_empty() {
-            continue;
-        }
-        let stream = builder
-            .with_row_groups(groups)
-            .with_row_selection(RowSelection::from(selectors))
-            .build()
-            .map_err(|e| Error::runtime(format!("cannot read '{url}': {e}")))?;
-        let read: Vec<RecordBatch> =
-            stream.try_collect().await.map_err(|e| Error::runtime(format!("cannot read '{url}': {e}")))?;
-        for batch in read {
-            let keys = batch.column_by_name(column).expect("the column was found").as_primitive::<UInt64Type>().clone();
-            let keep: BooleanArray = (0..batch.num_rows())
-                .map(|i| Some(if keys.is_null(i) { nulls } else { wanted.binary_search(&keys.value(i)).is_ok() }))
-                .collect();
-            let kept = filter_record_batch(&batch, &keep)?;
-            fetched.rows += kept.num_rows() as u64;
-            if kept.num_rows() > 0 {
-                batches.push(kept);
-            }
-        }
+        schema.get_or_insert(file_schema);
+        fetched.rows += kept.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        batches.extend(kept);
     }
     fetched.bytes = bytes.load(Ordering::Relaxed);
     Ok((batches, schema, fetched))
+}
+
+/// The wanted rows of one file (see [`rows_by_key`]), with its schema.
+async fn file_rows_by_key(reader: Counting, url: String, column: String, wanted: (Vec<u64>, bool)) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let (wanted, nulls) = (wanted.0.as_slice(), wanted.1);
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
+        .await
+        .map_err(|e| Error::input(format!("'{url}' is not a readable Parquet file: {e}")))?;
+    let schema = builder.schema().clone();
+    let meta = builder.metadata().clone();
+    let Some(col) = meta.file_metadata().schema_descr().columns().iter().position(|c| c.path().string() == column) else {
+        return Err(Error::input(format!("'{url}' has no column '{column}'")));
+    };
+    let (mut groups, mut selectors) = (Vec::new(), Vec::new());
+    for rg in 0..meta.num_row_groups() {
+        let pages = pages_to_read(&meta, rg, col, wanted, nulls);
+        if pages.iter().any(|s| !s.skip) {
+            groups.push(rg);
+            selectors.extend(pages);
+        }
+    }
+    if groups.is_empty() {
+        return Ok((schema, Vec::new()));
+    }
+    let stream = builder
+        .with_row_groups(groups)
+        .with_row_selection(RowSelection::from(selectors))
+        .build()
+        .map_err(|e| Error::runtime(format!("cannot read '{url}': {e}")))?;
+    let read: Vec<RecordBatch> = stream.try_collect().await.map_err(|e| Error::runtime(format!("cannot read '{url}': {e}")))?;
+    let mut kept = Vec::new();
+    for batch in read {
+        let keys = batch.column_by_name(&column).expect("the column was found").as_primitive::<UInt64Type>().clone();
+        let keep: BooleanArray = (0..batch.num_rows())
+            .map(|i| Some(if keys.is_null(i) { nulls } else { wanted.binary_search(&keys.value(i)).is_ok() }))
+            .collect();
+        let batch = filter_record_batch(&batch, &keep)?;
+        if batch.num_rows() > 0 {
+            kept.push(batch);
+        }
+    }
+    Ok((schema, kept))
 }
 
 /// `batch` with the MinHash keys of its `minhash` column (if any) narrowed

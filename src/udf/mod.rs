@@ -56,6 +56,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(minhash_keys::MinhashKeys::default())),
         Arc::new(ScalarUDF::from(jaccard_pairs::JaccardPairs::default())),
         Arc::new(ScalarUDF::from(night_partners::NightPartners::default())),
+        Arc::new(ScalarUDF::from(night_partners::NightPartners::touched())),
         Arc::new(ScalarUDF::from(line_hashes::LineHashes::default())),
     ]
 }
@@ -134,7 +135,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 18);
+        assert_eq!(names.len(), 19);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());

@@ -1,6 +1,7 @@
 //! `night_partners(simhash, minhash, index, version, k, m)`: tonight's
 //! fingerprints that a stored fingerprint may pair with (see
-//! [`crate::probe`]).
+//! [`crate::probe`]); `night_touched(…)` with the same arguments: whether it
+//! has any, which is what a night's probe asks of every stored row.
 //!
 //! `index` is a Parquet file of tonight's documents (`simhash`, `minhash`),
 //! read once per process and kept in memory, keyed by its location,
@@ -11,7 +12,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, AsArray, ListArray, UInt64Array};
+use datafusion::arrow::array::{Array, AsArray, BooleanArray, ListArray, UInt64Array};
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, UInt64Type};
@@ -33,11 +34,20 @@ const CACHED_INDEXES: usize = 2;
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct NightPartners {
     signature: Signature,
+    /// `night_touched`: whether a row has partners, not which.
+    touched: bool,
 }
 
 impl Default for NightPartners {
     fn default() -> Self {
-        NightPartners { signature: Signature::user_defined(Volatility::Immutable) }
+        NightPartners { signature: Signature::user_defined(Volatility::Immutable), touched: false }
+    }
+}
+
+impl NightPartners {
+    /// `night_touched`.
+    pub fn touched() -> Self {
+        NightPartners { touched: true, ..Self::default() }
     }
 }
 
@@ -51,7 +61,11 @@ fn list_type() -> DataType {
 
 impl ScalarUDFImpl for NightPartners {
     fn name(&self) -> &str {
-        "night_partners"
+        if self.touched {
+            "night_touched"
+        } else {
+            "night_partners"
+        }
     }
     fn signature(&self) -> &Signature {
         &self.signature
@@ -74,16 +88,16 @@ impl ScalarUDFImpl for NightPartners {
                     DataType::Int64,
                 ])
             }
-            _ => plan_err!("night_partners takes (simhash, minhash, index, version, k, m), got {arg_types:?}"),
+            _ => plan_err!("{} takes (simhash, minhash, index, version, k, m), got {arg_types:?}", self.name()),
         }
     }
     fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(list_type())
+        Ok(if self.touched { DataType::Boolean } else { list_type() })
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let name = self.name();
         let Some(url) = scalar_str(&args.args, 2, name, "index")? else {
-            return exec_err!("night_partners: 'index' must be the location of tonight's index");
+            return exec_err!("{name}: 'index' must be the location of tonight's index");
         };
         let version = scalar_str(&args.args, 3, name, "version")?.unwrap_or_default();
         let k = scalar_u32(&args.args, 4, name, "k")?;
@@ -99,8 +113,13 @@ impl ScalarUDFImpl for NightPartners {
         let keys = sets.values().as_primitive::<UInt64Type>().clone();
         let rows: Vec<Option<u64>> = (0..fingerprints.len()).map(|i| fingerprints.is_valid(i).then(|| fingerprints.value(i))).collect();
         let (bounds, flat) = row_keys(&rows, &sets, &keys, name)?;
-        let (mut partners, mut ends) = (Vec::new(), Vec::with_capacity(rows.len()));
         let mut scratch = ProbeScratch::default();
+        if self.touched {
+            let mut touched = Vec::with_capacity(rows.len());
+            index.touched_batch(&rows, &bounds, &flat, &mut scratch, &mut touched);
+            return Ok(ColumnarValue::Array(Arc::new(BooleanArray::from(touched))));
+        }
+        let (mut partners, mut ends) = (Vec::new(), Vec::with_capacity(rows.len()));
         index.partners_batch(&rows, &bounds, &flat, &mut scratch, &mut partners, &mut ends);
         let mut offsets = Vec::with_capacity(rows.len() + 1);
         offsets.push(0i32);
@@ -117,6 +136,18 @@ impl ScalarUDFImpl for NightPartners {
     }
     fn documentation(&self) -> Option<&Documentation> {
         static DOC: OnceLock<Documentation> = OnceLock::new();
+        static TOUCHED: OnceLock<Documentation> = OnceLock::new();
+        if self.touched {
+            return Some(TOUCHED.get_or_init(|| {
+                doc(
+                    "Whether a stored fingerprint has any partner tonight (see night_partners), without \
+                     listing them: what a night's probe asks of every stored row.",
+                    "night_touched(simhash, minhash, index, version, k, m)",
+                    "```sql\n> SELECT simhash FROM stored WHERE night_touched(simhash, minhash, 'night.parquet', 'v1', 3, 4);\n```",
+                    &ARGUMENTS,
+                )
+            }));
+        }
         Some(DOC.get_or_init(|| {
             doc(
                 "Tonight's fingerprints that a stored fingerprint may pair with: equal ones, those within \
@@ -126,18 +157,20 @@ impl ScalarUDFImpl for NightPartners {
                 "night_partners(simhash, minhash, index, version, k, m)",
                 "```sql\n> SELECT simhash, unnest(night_partners(simhash, minhash, 'night.parquet', 'v1', 3, 4)) \
                  FROM stored;\n```",
-                &[
-                    ("simhash", "A stored fingerprint."),
-                    ("minhash", "Its MinHash band keys (see minhash_keys), or NULL."),
-                    ("index", "Location of tonight's documents (simhash, minhash)."),
-                    ("version", "Any text that changes when the index does: part of the cache key."),
-                    ("k", "Largest Hamming distance of SimHash partners."),
-                    ("m", "Blocks of the band plan, or NULL for MinHash partners only."),
-                ],
+                &ARGUMENTS,
             )
         }))
     }
 }
+
+const ARGUMENTS: [(&str, &str); 6] = [
+    ("simhash", "A stored fingerprint."),
+    ("minhash", "Its MinHash band keys (see minhash_keys), or NULL."),
+    ("index", "Location of tonight's documents (simhash, minhash)."),
+    ("version", "Any text that changes when the index does: part of the cache key."),
+    ("k", "Largest Hamming distance of SimHash partners."),
+    ("m", "Blocks of the band plan, or NULL for MinHash partners only."),
+];
 
 /// Each row's MinHash keys as bounds into one flat slice: the list's own
 /// values, unless a NULL list covers values of its own (Arrow allows it), a
