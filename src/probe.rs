@@ -138,6 +138,13 @@ impl Multimap {
         }
     }
 
+    /// Whether `key` is in the map (the filter first: most are not).
+    #[inline]
+    fn contains(&self, key: u64) -> bool {
+        let (word, bits) = filter_slot(spread(key), self.word_mask);
+        self.filter[self.first_word + word] & bits == bits && self.slots.contains_key(&spread(key))
+    }
+
     /// The values of a key that passed the filter.
     #[inline]
     fn lookup(&self, key: u64) -> &[u64] {
@@ -216,6 +223,16 @@ impl NightIndex {
 
     pub fn is_empty(&self) -> bool {
         self.exact.values.is_empty()
+    }
+
+    /// Whether one of tonight's documents has the fingerprint `s`.
+    pub fn has_fingerprint(&self, s: u64) -> bool {
+        self.exact.contains(mix(s)) && self.exact.lookup(mix(s)).contains(&s)
+    }
+
+    /// Whether one of tonight's documents has the MinHash band key `key`.
+    pub fn has_minhash_key(&self, key: u64) -> bool {
+        self.minhash.contains(key)
     }
 
     /// Distinct MinHash keys indexed.

@@ -22,7 +22,7 @@ mod idf_simhash;
 mod jaccard_pairs;
 mod line_hashes;
 mod minhash_keys;
-mod night_partners;
+pub(crate) mod night_partners;
 mod numeric;
 mod simhash;
 mod simhash_agg;

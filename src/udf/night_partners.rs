@@ -200,7 +200,7 @@ fn row_keys<'a>(rows: &[Option<u64>], sets: &ListArray, keys: &'a UInt64Array, n
 }
 
 /// Tonight's index at `url`, from the process's cache or read now.
-fn index(url: &str, version: &str, k: u32, m: Option<u32>) -> Result<Arc<NightIndex>> {
+pub(crate) fn index(url: &str, version: &str, k: u32, m: Option<u32>) -> Result<Arc<NightIndex>> {
     static CACHE: ProcessCache<NightIndex> = ProcessCache::new(CACHED_INDEXES);
     CACHE.get_or_load(format!("{url}\n{version}\n{k}\n{m:?}"), || {
         let plan = m.map(|m| BandPlan::new(k, m)).transpose().map_err(execution)?;
