@@ -10,16 +10,18 @@
 -- Written once to the work folder, in row groups of 65,536 rows: the
 -- MinHash candidates and both sides of the check read it, on every core.
 COPY (
-  SELECT simhash, term_set, minhash, tonight
+  SELECT c.simhash, c.term_set, c.minhash, t.simhash IS NOT NULL AS tonight
   FROM (
     SELECT simhash, term_set, minhash,
-           bool_or(tonight) OVER (PARTITION BY simhash) AS tonight,
            row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
     FROM (
-      SELECT simhash, source, id, term_set, minhash, true AS tonight FROM {{tonight}} WHERE simhash IS NOT NULL
+      SELECT simhash, source, id, term_set, minhash FROM {{tonight}} WHERE simhash IS NOT NULL
       UNION ALL
-      SELECT simhash, source, id, term_set, minhash, false AS tonight FROM stored WHERE simhash IS NOT NULL
+      SELECT simhash, source, id, term_set, minhash FROM stored WHERE simhash IS NOT NULL
     )
-  )
-  WHERE r = 1
+  ) c
+  -- Whether tonight has the fingerprint, by a join on the few chosen rows:
+  -- a window over each fingerprint's rows held them all in memory.
+  LEFT JOIN (SELECT DISTINCT simhash FROM {{tonight}} WHERE simhash IS NOT NULL) t ON t.simhash = c.simhash
+  WHERE c.r = 1
 ) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '65536')
