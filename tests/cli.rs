@@ -577,7 +577,7 @@ fn debug_log_times_each_statement_without_the_engines_records() {
     let err = fingerprint_stderr_with("NEARDUP_LOG", "debug");
     // One line a statement, tagged with the job's role: its time, then its
     // first words (the segmentation statement writes the terms).
-    let timed: Vec<&str> = err.lines().filter(|l| l.contains(" job DEBUG neardup::job::runner: ")).collect();
+    let timed: Vec<&str> = err.lines().filter(|l| l.contains(" job DEBUG neardup::job::query: ")).collect();
     assert!(timed.iter().any(|l| l.contains(" ms  COPY ( SELECT source, id")), "{err}");
     assert!(timed.len() >= 4, "{err}");
     // DataFusion's and its parser's own debug records (every optimizer

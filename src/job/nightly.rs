@@ -35,13 +35,13 @@ use datafusion::common::{HashMap, HashSet};
 use datafusion::prelude::SessionContext;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use serde::{Deserialize, Serialize};
 
 use super::config::{JobSpec, KeepRule, StoreOptions};
-use super::runner::{
-    collect, collect_measured, column_u64, conform, documents_parquet, eligible_without, near_pairs, scalar_u64, seal,
-    strings, write_batches, FileMetadata, Progress,
-};
+use super::store::{check_format, Manifest, STORE_FORMAT};
+use super::candidates::{eligible_without, near_pairs};
+use super::progress::Progress;
+use super::query::{collect, collect_measured, column_u64, scalar_u64, strings};
+use super::tables::{conform, documents_parquet, seal, write_batches, FileMetadata};
 use super::sql::{self, render};
 use super::summary::{content_identity, FingerprintSettings, StoreReads, StoreSummary, Summary};
 use crate::error::{Error, Result};
@@ -52,29 +52,6 @@ use crate::udf::night_partners::index as night_index;
 use crate::sets::Verify;
 use crate::storage::fetch::{narrow_minhash, rows_by_key};
 use crate::storage::{literal, local_path, locate, read_object, register_parquet, register_parquet_files, OutputDir};
-
-/// The store layout this version writes and reads. Layout 1 (before the
-/// store kept MinHash keys, `doc_key` and fingerprint order) is refused
-/// with a message: its runs cannot be probed without recomputing them.
-pub const STORE_FORMAT: u32 = 2;
-
-/// `store.json`: what every run of a store shares.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Manifest {
-    pub format: u32,
-    pub settings: FingerprintSettings,
-    /// `xxh3:<digest>` of the frozen IDF model's bytes (`none` without IDF).
-    pub idf_model: String,
-    pub idf_n_docs: u64,
-    pub keep: String,
-    /// The MinHash plan of the runs' `minhash` keys (none: SimHash only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub minhash: Option<MinHashPlan>,
-    /// The run that created the store.
-    pub created_by_run: String,
-    pub neardup_version: String,
-}
 
 /// A store, opened for run `run_id`.
 #[derive(Debug)]
@@ -361,19 +338,6 @@ impl StoreRun {
             .map_err(|e| Error::runtime(format!("cannot write '{}/{relative}': {e}", self.url)))?;
         Ok(())
     }
-}
-
-/// Refuse a store of another layout, saying what to do.
-pub fn check_format(url: &str, m: &Manifest) -> Result<()> {
-    if m.format == STORE_FORMAT {
-        return Ok(());
-    }
-    Err(Error::input(format!(
-        "store '{url}' has layout {} but this neardup reads layout {STORE_FORMAT} (runs sorted by fingerprint, \
-         with MinHash keys and document keys, and compacted segments): start a new store with this version \
-         (a first night over the archive fills it), or keep running this store with neardup {}",
-        m.format, m.neardup_version
-    )))
 }
 
 /// Make `documents` the input documents (view `documents_input`) less

@@ -9,100 +9,26 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
-use datafusion::parquet::arrow::ArrowWriter;
-use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 
-use super::config::{Candidates, DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, KeepRule};
+use super::config::{DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, KeepRule};
+use super::candidates::{eligible_without, near_pairs};
 use super::nightly::{self, StoreRun};
+use super::progress::{Progress, RunOptions};
+use super::query::{collect, collect_with, column_u64, scalar_u64, strings};
+use super::tables::{seal, FileMetadata, METADATA_KEY};
 use super::sql::{self, render};
-use super::summary::{BandPlanSummary, FingerprintSettings, IdfSummary, InputSummary, Plan, PlanInput, Summary};
-use crate::cluster::components;
+use super::summary::{FingerprintSettings, IdfSummary, InputSummary, Plan, PlanInput, Summary};
 use crate::error::{Error, Result};
-use crate::join::BandPlan;
 use crate::minhash::MinHashPlan;
 use crate::session::{context, EngineOptions};
 use crate::sets::Verify;
 use crate::storage::lease::Lease;
 use crate::storage::{copy_file, ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
-
-/// The Parquet key-value metadata key of neardup's tables, added to each
-/// footer after the write (see [`crate::storage::footer`]).
-pub const METADATA_KEY: &str = "neardup";
-
-/// What `METADATA_KEY` holds: the fingerprint settings, and N for tables
-/// made with corpus document frequencies.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct FileMetadata {
-    pub settings: FingerprintSettings,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idf_n_docs: Option<u64>,
-    /// Store runs: the digest of the store's frozen IDF model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idf_model: Option<String>,
-    /// The MinHash plan of the `minhash` column, when it holds band keys.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub minhash: Option<MinHashPlan>,
-}
-
-impl FileMetadata {
-    fn json(&self) -> String {
-        serde_json::to_string(self).expect("metadata serialises")
-    }
-}
-
-/// Give the table written at `path` neardup's footer: `meta` under
-/// [`METADATA_KEY`] (when known), no engine-dependent entries.
-pub(super) async fn seal(ctx: &SessionContext, path: &str, meta: Option<&FileMetadata>) -> Result<()> {
-    let json = meta.map(FileMetadata::json);
-    crate::storage::footer::rewrite_footer(ctx, path, json.as_deref().map(|j| (METADATA_KEY, j))).await
-}
-
-/// How a run reports progress.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// No progress lines on standard error.
-    pub quiet: bool,
-    /// Check everything that can be checked without writing, print the plan, stop.
-    pub dry_run: bool,
-    pub log_format: LogFormat,
-}
-
-/// Progress and error lines on standard error: for people, or one JSON object per line.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    #[default]
-    Plain,
-    Json,
-}
-
-impl LogFormat {
-    /// Write one log line: `event` (a stage name, `plan`, `error`…) with its
-    /// message and extra fields.
-    pub fn line(self, level: &str, event: &str, message: &str, fields: serde_json::Value) {
-        let line = match self {
-            LogFormat::Plain => format!("neardup: {message}"),
-            LogFormat::Json => {
-                let mut object = serde_json::json!({
-                    "time": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
-                    "level": level,
-                    "event": event,
-                    "message": message,
-                });
-                if let (Some(o), serde_json::Value::Object(extra)) = (object.as_object_mut(), fields) {
-                    o.extend(extra);
-                }
-                object.to_string()
-            }
-        };
-        eprintln!("{line}");
-    }
-}
 
 /// A `pairs` run: the join and clustering over an existing fingerprint table.
 #[derive(Debug, Clone)]
@@ -115,105 +41,6 @@ pub struct PairsSpec {
     pub engine: EngineOptions,
 }
 
-pub(super) struct Progress {
-    started: Instant,
-    stage: Instant,
-    timings: BTreeMap<String, u64>,
-    quiet: bool,
-    format: LogFormat,
-    bar: crate::progress::Bar,
-}
-
-impl Progress {
-    fn new(options: &RunOptions) -> Progress {
-        Progress {
-            started: Instant::now(),
-            stage: Instant::now(),
-            timings: BTreeMap::new(),
-            quiet: options.quiet,
-            format: options.log_format,
-            bar: crate::progress::Bar::new(!options.quiet && options.log_format == LogFormat::Plain),
-        }
-    }
-
-    /// Draw the running stage on a terminal (with `total` documents when known).
-    pub(super) fn begin(&self, stage: &str, total: Option<u64>) {
-        self.bar.begin(stage, total);
-    }
-
-    /// Whether a bar is drawn (so that its total is worth counting).
-    pub(super) fn shows_bar(&self) -> bool {
-        self.bar.is_drawn()
-    }
-
-    pub(super) fn done(&mut self, stage: &str, detail: impl std::fmt::Display) {
-        self.bar.clear();
-        let ms = self.stage.elapsed().as_millis() as u64;
-        if !self.quiet {
-            let message = match self.format {
-                LogFormat::Plain => format!("{stage:<14} {ms:>8} ms  {detail}"),
-                LogFormat::Json => detail.to_string(),
-            };
-            self.format.line("info", stage, &message, serde_json::json!({ "ms": ms }));
-        }
-        self.timings.insert(stage.to_string(), ms);
-        self.stage = Instant::now();
-    }
-}
-
-/// Run one statement. With `NEARDUP_EXPLAIN=1` in the environment, print
-/// its physical plan to standard error first (a debugging aid).
-pub(super) async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec<RecordBatch>> {
-    let df = ctx.sql(statement).await?;
-    if std::env::var_os("NEARDUP_EXPLAIN").is_some_and(|v| v == "1") {
-        let plan = df.clone().create_physical_plan().await?;
-        eprintln!(
-            "neardup: plan of\n{statement}\n{}",
-            datafusion::physical_plan::displayable(plan.as_ref()).indent(true)
-        );
-    }
-    let started = Instant::now();
-    let batches = df.collect().await?;
-    log::debug!("{:>6} ms  {}", started.elapsed().as_millis(), statement_label(statement));
-    Ok(batches)
-}
-
-/// A statement's first words after its comments, for the debug log.
-fn statement_label(statement: &str) -> String {
-    let code = statement.lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join(" ");
-    code.split_whitespace().take(12).collect::<Vec<_>>().join(" ")
-}
-
-/// Run one statement and measure the bytes its Parquet scans read (0 when
-/// the engine does not report them, as on a cluster).
-pub(super) async fn collect_measured(ctx: &SessionContext, statement: &str) -> Result<(Vec<RecordBatch>, u64)> {
-    let plan = ctx.sql(statement).await?.create_physical_plan().await?;
-    let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx()).await?;
-    fn scanned(plan: &dyn datafusion::physical_plan::ExecutionPlan) -> u64 {
-        let own = plan.metrics().and_then(|m| m.sum_by_name("bytes_scanned")).map_or(0, |v| v.as_usize() as u64);
-        own + plan.children().into_iter().map(|c| scanned(c.as_ref())).sum::<u64>()
-    }
-    Ok((batches, scanned(plan.as_ref())))
-}
-
-pub(super) fn column_u64(batch: &RecordBatch, index: usize) -> Result<UInt64Array> {
-    let casted = cast(batch.column(index), &DataType::UInt64)?;
-    Ok(casted.as_primitive::<UInt64Type>().clone())
-}
-
-/// A column as text.
-pub(super) fn strings(batch: &RecordBatch, index: usize) -> Result<Vec<String>> {
-    let casted = cast(batch.column(index), &DataType::Utf8)?;
-    Ok(casted.as_string::<i32>().iter().map(|v| v.unwrap_or_default().to_string()).collect())
-}
-
-/// The single integer a statement returns.
-pub(super) async fn scalar_u64(ctx: &SessionContext, statement: &str) -> Result<u64> {
-    let batches = collect(ctx, statement).await?;
-    let batch = batches.iter().find(|b| b.num_rows() > 0).ok_or_else(|| Error::runtime("query returned no rows"))?;
-    Ok(column_u64(batch, 0)?.value(0))
-}
-
 /// Settings for the segmentation statement. Segmentation costs far more per
 /// row than reading, so it must be spread over every core even when an
 /// input is one Parquet row group: the scan is not split by byte ranges (the
@@ -221,22 +48,6 @@ pub(super) async fn scalar_u64(ctx: &SessionContext, statement: &str) -> Result<
 /// small batches, which DataFusion then deals round robin to all partitions.
 const SEGMENTATION_SETTINGS: &[(&str, &str)] =
     &[("datafusion.optimizer.repartition_file_scans", "false"), ("datafusion.execution.batch_size", "256")];
-
-/// Run `statement` with session settings changed, restoring them afterwards.
-async fn collect_with(ctx: &SessionContext, settings: &[(&str, &str)], statement: &str) -> Result<Vec<RecordBatch>> {
-    let options = ctx.state().config().options().clone();
-    let mut previous = Vec::new();
-    for (key, value) in settings {
-        let old = options.entries().into_iter().find(|e| e.key == *key).and_then(|e| e.value);
-        previous.push((key, old.ok_or_else(|| Error::runtime(format!("no engine setting {key}")))?));
-        collect(ctx, &format!("SET {key} = {value}")).await?;
-    }
-    let result = collect(ctx, statement).await;
-    for (key, old) in previous {
-        collect(ctx, &format!("SET {key} = {old}")).await?;
-    }
-    result
-}
 
 fn is_text(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
@@ -875,191 +686,6 @@ fn unconfirmed_copies(batches: &[RecordBatch], verify: Verify) -> Result<Vec<(St
     Ok(rejected)
 }
 
-/// `(source, id)` rows as Parquet.
-pub(super) fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
-    let schema = Arc::new(Schema::new(vec![Field::new("source", DataType::Utf8, false), Field::new("id", DataType::Utf8, false)]));
-    let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())));
-    let ids: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())));
-    write_parquet(schema, vec![sources, ids])
-}
-
-/// Record batches of one schema as an in-memory Parquet file.
-pub(super) fn write_batches(schema: SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
-    let mut buffer = Vec::new();
-    // A work file, read once: dictionaries of hashes and ids would cost
-    // more to build than they save.
-    let props = WriterProperties::builder().set_dictionary_enabled(false).build();
-    let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), Some(props))?;
-    for batch in batches {
-        writer.write(&conform(batch, &schema)?)?;
-    }
-    writer.close()?;
-    Ok(buffer)
-}
-
-/// `batch` with the column types of `schema`: files written by other
-/// versions or engines may hold a column in another layout of the same type
-/// (Utf8 and Utf8View).
-pub(super) fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
-    let columns = batch.columns().iter().zip(schema.fields()).map(|(c, f)| cast(c, f.data_type())).collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(RecordBatch::try_new(schema.clone(), columns)?)
-}
-
-/// One record batch as an in-memory Parquet file.
-fn write_parquet(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<Vec<u8>> {
-    let batch = RecordBatch::try_new(schema.clone(), columns)?;
-    let mut buffer = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buffer, schema, None)?;
-    writer.write(&batch)?;
-    writer.close()?;
-    Ok(buffer)
-}
-
-/// `(simhash, cluster_id)` for every fingerprint with a near pair, as Parquet.
-pub(super) fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("simhash", DataType::UInt64, false),
-        Field::new("cluster_id", DataType::UInt64, false),
-    ]));
-    let nodes: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.0)));
-    let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.1)));
-    write_parquet(schema, vec![nodes, ids])
-}
-
-/// The join, components, clusters and pairs over a registered `fingerprints`
-/// table with columns source, id, simhash (and n_chars / keep_key for the
-/// keep rules that use them).
-/// The view `eligible`: the fingerprints without the `rejected` documents
-/// (kept in the work folder as `unconfirmed`).
-pub(super) async fn eligible_without(ctx: &SessionContext, out: &OutputDir, rejected: &[(String, String)]) -> Result<()> {
-    out.put("_work/unconfirmed.parquet", documents_parquet(rejected)?).await?;
-    register_parquet(ctx, "unconfirmed", &out.staged("_work/unconfirmed.parquet")).await?;
-    collect(
-        ctx,
-        "CREATE VIEW eligible AS SELECT * FROM fingerprints f \
-         WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
-    )
-    .await?;
-    Ok(())
-}
-
-/// What [`near_pairs`] found.
-pub(super) struct NearPairs {
-    pub plan: Option<BandPlan>,
-    pub candidates: u64,
-    /// Pairs of fingerprints that passed the check (table `near_pairs`).
-    pub edges: Vec<(u64, u64)>,
-}
-
-impl NearPairs {
-    /// Label every fingerprint of a pair with its connected component, into
-    /// the work table `components` (`simhash`, `cluster_id`); returns the
-    /// summary fields of the join, which one-shot and store runs share.
-    pub(super) async fn into_components(
-        self,
-        ctx: &SessionContext,
-        out: &OutputDir,
-        join: &JoinOptions,
-        keep: &KeepRule,
-        unconfirmed: u64,
-    ) -> Result<Summary> {
-        let summary = Summary {
-            neardup_version: env!("CARGO_PKG_VERSION").into(),
-            near_fingerprint_pairs: self.edges.len() as u64,
-            max_hamming: join.max_hamming,
-            band_plan: self.plan.as_ref().map(|plan| BandPlanSummary::of(plan, join.blocks.is_none())),
-            candidates: candidates_name(join),
-            candidate_pairs: self.candidates,
-            verify: join.verify.to_string(),
-            unconfirmed_copies: unconfirmed,
-            keep: keep.to_string(),
-            ..Summary::default()
-        };
-        out.put("_work/components.parquet", components_parquet(&components(self.edges))?).await?;
-        register_parquet(ctx, "components", &out.staged("_work/components.parquet")).await?;
-        Ok(summary)
-    }
-}
-
-/// Members above which a MinHash bucket is *hot*: its pairs are found by an
-/// exact Jaccard join (`jaccard_pairs`) rather than listed. Below it, listing
-/// is cheaper than gathering the members' term sets. Measured on
-/// `weibo_reposts` (52_minhash_candidates.sql alone; candidates, seconds):
-/// 2 members 428,495 in 1.03 s, 4: 570,624 in 0.79 s, 8: 784,598 in 1.05 s,
-/// 16: 1,096,441 in 1.18 s, 64: 2,110,405 in 1.86 s; listing every bucket
-/// gave 11.6 million.
-const HOT_BUCKET: u64 = 4;
-
-/// Candidate pairs from the SimHash banded join and MinHash bands (the
-/// statements given: one run's, or a store run's), one file each in
-/// `_work/candidates/`, checked on their term sets when asked; registers
-/// `candidates` and `near_pairs`. The band plan is chosen for `distinct`
-/// fingerprints. The stage `join` ends (with `describe(candidates,
-/// sources)`) before the check begins.
-pub(super) async fn near_pairs(
-    ctx: &SessionContext,
-    join: &JoinOptions,
-    out: &OutputDir,
-    distinct: u64,
-    progress: &mut Progress,
-    describe: impl Fn(u64, &str) -> String,
-) -> Result<NearPairs> {
-    let k = join.max_hamming;
-    let mut plan = None;
-    let mut sources = Vec::new();
-    if join.candidates.simhash() {
-        let p = match join.blocks {
-            Some(m) => BandPlan::new(k, m),
-            None => BandPlan::auto(k, distinct),
-        }
-        .map_err(Error::Input)?;
-        let path = out.staged("_work/candidates/simhash.parquet");
-        collect(ctx, &render(sql::NEAR_PAIRS, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
-        sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
-        plan = Some(p);
-    }
-    if join.candidates.minhash() {
-        let buckets = out.staged("_work/minhash_buckets.parquet");
-        collect(ctx, &render(sql::MINHASH_BUCKETS, &[("path", &literal(&buckets))])).await?;
-        register_parquet(ctx, "minhash_buckets", &buckets).await?;
-        let path = out.staged("_work/candidates/minhash.parquet");
-        // Hot buckets give only pairs that pass a Jaccard check; other
-        // checks take every pair of every bucket.
-        let (hot, threshold) = match join.verify {
-            Verify::Jaccard(t) => (HOT_BUCKET.to_string(), format!("{t:?}")),
-            _ => (i64::MAX.to_string(), "1.0".to_string()),
-        };
-        let target = literal(&path);
-        collect(ctx, &render(sql::MINHASH_CANDIDATES, &[("path", &target), ("hot", &hot), ("threshold", &threshold)])).await?;
-        sources.push(format!("MinHash {}", join.minhash));
-    }
-    let candidates_path = out.staged("_work/candidates/");
-    register_parquet(ctx, "candidates", &candidates_path).await?;
-    let candidates = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
-    let sources = sources.join("; ");
-    progress.done("join", describe(candidates, &sources));
-    progress.begin("verify", None);
-    let near_path = match join.verify.measure() {
-        None => candidates_path,
-        Some((measure, threshold)) => {
-            let near_path = out.staged("_work/near_pairs.parquet");
-            let statement = render(
-                sql::VERIFIED_PAIRS,
-                &[("path", &literal(&near_path)), ("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))],
-            );
-            collect(ctx, &statement).await?;
-            near_path
-        }
-    };
-    register_parquet(ctx, "near_pairs", &near_path).await?;
-    let mut edges = Vec::new();
-    for b in &collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await? {
-        let (a, c) = (column_u64(b, 0)?, column_u64(b, 1)?);
-        edges.extend(a.values().iter().copied().zip(c.values().iter().copied()));
-    }
-    Ok(NearPairs { plan, candidates, edges })
-}
-
 async fn join_stages(
     ctx: &SessionContext,
     join: &JoinOptions,
@@ -1194,15 +820,6 @@ fn minhash_expression(plan: Option<MinHashPlan>, set: &str) -> String {
     match plan {
         Some(p) => format!("minhash_keys({set}, {}, {})", p.bands, p.rows),
         None => "CAST(NULL AS BIGINT UNSIGNED[])".to_string(),
-    }
-}
-
-/// The summary's name of where candidates come from.
-pub(super) fn candidates_name(join: &JoinOptions) -> String {
-    match join.candidates {
-        Candidates::Simhash => "simhash".to_string(),
-        Candidates::Minhash => format!("minhash:{}", join.minhash),
-        Candidates::Both => format!("simhash+minhash:{}", join.minhash),
     }
 }
 

@@ -26,11 +26,48 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
 
-use super::nightly::Manifest;
+use super::summary::FingerprintSettings;
 use crate::error::{Error, Result};
+use crate::minhash::MinHashPlan;
 use crate::storage::fetch::file_rows;
 use crate::storage::lease::Lease;
 use crate::storage::{locate, register_parquet_files, store_failure, OutputDir};
+
+/// The store layout this version writes and reads. Layout 1 (before the
+/// store kept MinHash keys, `doc_key` and fingerprint order) is refused
+/// with a message: its runs cannot be probed without recomputing them.
+pub const STORE_FORMAT: u32 = 2;
+
+/// `store.json`: what every run of a store shares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub format: u32,
+    pub settings: FingerprintSettings,
+    /// `xxh3:<digest>` of the frozen IDF model's bytes (`none` without IDF).
+    pub idf_model: String,
+    pub idf_n_docs: u64,
+    pub keep: String,
+    /// The MinHash plan of the runs' `minhash` keys (none: SimHash only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minhash: Option<MinHashPlan>,
+    /// The run that created the store.
+    pub created_by_run: String,
+    pub neardup_version: String,
+}
+
+/// Refuse a store of another layout, saying what to do.
+pub fn check_format(url: &str, m: &Manifest) -> Result<()> {
+    if m.format == STORE_FORMAT {
+        return Ok(());
+    }
+    Err(Error::input(format!(
+        "store '{url}' has layout {} but this neardup reads layout {STORE_FORMAT} (runs sorted by fingerprint, \
+         with MinHash keys and document keys, and compacted segments): start a new store with this version \
+         (a first night over the archive fills it), or keep running this store with neardup {}",
+        m.format, m.neardup_version
+    )))
+}
 
 /// What a segment's `summary.json` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -231,7 +268,7 @@ pub async fn compact(ctx: &SessionContext, url: &str, all: bool) -> Result<Compa
 async fn compact_held(ctx: &SessionContext, url: &str, all: bool, lease: &Lease) -> Result<Compaction> {
     let (store, root) = locate(ctx, url)?;
     let manifest = manifest(store.as_ref(), &root, url).await?;
-    super::nightly::check_format(url, &manifest)?;
+    check_format(url, &manifest)?;
     let layout = read_layout(store.as_ref(), &root, url).await?;
     let mut report = Compaction { store: url.to_string(), ..Compaction::default() };
     // Leftovers of an earlier compaction that was stopped after its commit.

@@ -1,0 +1,158 @@
+//! Candidates, the check and components: the join's steps that one-shot and
+//! store runs share. Each reads tonight's `fingerprints` (or `eligible`) and
+//! the `stored` rows (none in a one-shot run).
+
+use datafusion::prelude::SessionContext;
+
+use super::config::{Candidates, JoinOptions};
+use super::progress::Progress;
+use super::query::{collect, column_u64, scalar_u64};
+use super::sql::{self, render};
+use super::summary::{BandPlanSummary, Summary};
+use super::tables::{components_parquet, documents_parquet};
+use super::KeepRule;
+use crate::cluster::components;
+use crate::error::{Error, Result};
+use crate::join::BandPlan;
+use crate::sets::Verify;
+use crate::storage::{literal, register_parquet, OutputDir};
+
+/// The view `eligible`: the fingerprints without the `rejected` documents
+/// (kept in the work folder as `unconfirmed`).
+pub(super) async fn eligible_without(ctx: &SessionContext, out: &OutputDir, rejected: &[(String, String)]) -> Result<()> {
+    out.put("_work/unconfirmed.parquet", documents_parquet(rejected)?).await?;
+    register_parquet(ctx, "unconfirmed", &out.staged("_work/unconfirmed.parquet")).await?;
+    collect(
+        ctx,
+        "CREATE VIEW eligible AS SELECT * FROM fingerprints f \
+         WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
+    )
+    .await?;
+    Ok(())
+}
+
+/// What [`near_pairs`] found.
+pub(super) struct NearPairs {
+    pub plan: Option<BandPlan>,
+    pub candidates: u64,
+    /// Pairs of fingerprints that passed the check (table `near_pairs`).
+    pub edges: Vec<(u64, u64)>,
+}
+
+impl NearPairs {
+    /// Label every fingerprint of a pair with its connected component, into
+    /// the work table `components` (`simhash`, `cluster_id`); returns the
+    /// summary fields of the join, which one-shot and store runs share.
+    pub(super) async fn into_components(
+        self,
+        ctx: &SessionContext,
+        out: &OutputDir,
+        join: &JoinOptions,
+        keep: &KeepRule,
+        unconfirmed: u64,
+    ) -> Result<Summary> {
+        let summary = Summary {
+            neardup_version: env!("CARGO_PKG_VERSION").into(),
+            near_fingerprint_pairs: self.edges.len() as u64,
+            max_hamming: join.max_hamming,
+            band_plan: self.plan.as_ref().map(|plan| BandPlanSummary::of(plan, join.blocks.is_none())),
+            candidates: candidates_name(join),
+            candidate_pairs: self.candidates,
+            verify: join.verify.to_string(),
+            unconfirmed_copies: unconfirmed,
+            keep: keep.to_string(),
+            ..Summary::default()
+        };
+        out.put("_work/components.parquet", components_parquet(&components(self.edges))?).await?;
+        register_parquet(ctx, "components", &out.staged("_work/components.parquet")).await?;
+        Ok(summary)
+    }
+}
+
+/// Members above which a MinHash bucket is *hot*: its pairs are found by an
+/// exact Jaccard join (`jaccard_pairs`) rather than listed. Below it, listing
+/// is cheaper than gathering the members' term sets. Measured on
+/// `weibo_reposts` (52_minhash_candidates.sql alone; candidates, seconds):
+/// 2 members 428,495 in 1.03 s, 4: 570,624 in 0.79 s, 8: 784,598 in 1.05 s,
+/// 16: 1,096,441 in 1.18 s, 64: 2,110,405 in 1.86 s; listing every bucket
+/// gave 11.6 million.
+const HOT_BUCKET: u64 = 4;
+
+/// Candidate pairs from the SimHash banded join and MinHash bands (the
+/// statements given: one run's, or a store run's), one file each in
+/// `_work/candidates/`, checked on their term sets when asked; registers
+/// `candidates` and `near_pairs`. The band plan is chosen for `distinct`
+/// fingerprints. The stage `join` ends (with `describe(candidates,
+/// sources)`) before the check begins.
+pub(super) async fn near_pairs(
+    ctx: &SessionContext,
+    join: &JoinOptions,
+    out: &OutputDir,
+    distinct: u64,
+    progress: &mut Progress,
+    describe: impl Fn(u64, &str) -> String,
+) -> Result<NearPairs> {
+    let k = join.max_hamming;
+    let mut plan = None;
+    let mut sources = Vec::new();
+    if join.candidates.simhash() {
+        let p = match join.blocks {
+            Some(m) => BandPlan::new(k, m),
+            None => BandPlan::auto(k, distinct),
+        }
+        .map_err(Error::Input)?;
+        let path = out.staged("_work/candidates/simhash.parquet");
+        collect(ctx, &render(sql::NEAR_PAIRS, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
+        sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
+        plan = Some(p);
+    }
+    if join.candidates.minhash() {
+        let buckets = out.staged("_work/minhash_buckets.parquet");
+        collect(ctx, &render(sql::MINHASH_BUCKETS, &[("path", &literal(&buckets))])).await?;
+        register_parquet(ctx, "minhash_buckets", &buckets).await?;
+        let path = out.staged("_work/candidates/minhash.parquet");
+        // Hot buckets give only pairs that pass a Jaccard check; other
+        // checks take every pair of every bucket.
+        let (hot, threshold) = match join.verify {
+            Verify::Jaccard(t) => (HOT_BUCKET.to_string(), format!("{t:?}")),
+            _ => (i64::MAX.to_string(), "1.0".to_string()),
+        };
+        let target = literal(&path);
+        collect(ctx, &render(sql::MINHASH_CANDIDATES, &[("path", &target), ("hot", &hot), ("threshold", &threshold)])).await?;
+        sources.push(format!("MinHash {}", join.minhash));
+    }
+    let candidates_path = out.staged("_work/candidates/");
+    register_parquet(ctx, "candidates", &candidates_path).await?;
+    let candidates = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
+    let sources = sources.join("; ");
+    progress.done("join", describe(candidates, &sources));
+    progress.begin("verify", None);
+    let near_path = match join.verify.measure() {
+        None => candidates_path,
+        Some((measure, threshold)) => {
+            let near_path = out.staged("_work/near_pairs.parquet");
+            let statement = render(
+                sql::VERIFIED_PAIRS,
+                &[("path", &literal(&near_path)), ("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))],
+            );
+            collect(ctx, &statement).await?;
+            near_path
+        }
+    };
+    register_parquet(ctx, "near_pairs", &near_path).await?;
+    let mut edges = Vec::new();
+    for b in &collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await? {
+        let (a, c) = (column_u64(b, 0)?, column_u64(b, 1)?);
+        edges.extend(a.values().iter().copied().zip(c.values().iter().copied()));
+    }
+    Ok(NearPairs { plan, candidates, edges })
+}
+
+/// The summary's name of where candidates come from.
+pub(super) fn candidates_name(join: &JoinOptions) -> String {
+    match join.candidates {
+        Candidates::Simhash => "simhash".to_string(),
+        Candidates::Minhash => format!("minhash:{}", join.minhash),
+        Candidates::Both => format!("simhash+minhash:{}", join.minhash),
+    }
+}

@@ -1,0 +1,98 @@
+//! Tables written by the client rather than by a statement: small work
+//! tables as in-memory Parquet, and the footer every output table carries.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::prelude::SessionContext;
+
+use super::summary::FingerprintSettings;
+use crate::error::Result;
+use crate::minhash::MinHashPlan;
+
+/// The Parquet key-value metadata key of neardup's tables, added to each
+/// footer after the write (see [`crate::storage::footer`]).
+pub const METADATA_KEY: &str = "neardup";
+
+/// What `METADATA_KEY` holds: the fingerprint settings, and N for tables
+/// made with corpus document frequencies.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FileMetadata {
+    pub settings: FingerprintSettings,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idf_n_docs: Option<u64>,
+    /// Store runs: the digest of the store's frozen IDF model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idf_model: Option<String>,
+    /// The MinHash plan of the `minhash` column, when it holds band keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minhash: Option<MinHashPlan>,
+}
+
+impl FileMetadata {
+    fn json(&self) -> String {
+        serde_json::to_string(self).expect("metadata serialises")
+    }
+}
+
+/// Give the table written at `path` neardup's footer: `meta` under
+/// [`METADATA_KEY`] (when known), no engine-dependent entries.
+pub(super) async fn seal(ctx: &SessionContext, path: &str, meta: Option<&FileMetadata>) -> Result<()> {
+    let json = meta.map(FileMetadata::json);
+    crate::storage::footer::rewrite_footer(ctx, path, json.as_deref().map(|j| (METADATA_KEY, j))).await
+}
+
+/// `(source, id)` rows as Parquet.
+pub(super) fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
+    let schema = Arc::new(Schema::new(vec![Field::new("source", DataType::Utf8, false), Field::new("id", DataType::Utf8, false)]));
+    let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())));
+    let ids: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())));
+    write_parquet(schema, vec![sources, ids])
+}
+
+/// Record batches of one schema as an in-memory Parquet file.
+pub(super) fn write_batches(schema: SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+    let mut buffer = Vec::new();
+    // A work file, read once: dictionaries of hashes and ids would cost
+    // more to build than they save.
+    let props = WriterProperties::builder().set_dictionary_enabled(false).build();
+    let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), Some(props))?;
+    for batch in batches {
+        writer.write(&conform(batch, &schema)?)?;
+    }
+    writer.close()?;
+    Ok(buffer)
+}
+
+/// `batch` with the column types of `schema`: files written by other
+/// versions or engines may hold a column in another layout of the same type
+/// (Utf8 and Utf8View).
+pub(super) fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    let columns = batch.columns().iter().zip(schema.fields()).map(|(c, f)| cast(c, f.data_type())).collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+/// One record batch as an in-memory Parquet file.
+fn write_parquet(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<Vec<u8>> {
+    let batch = RecordBatch::try_new(schema.clone(), columns)?;
+    let mut buffer = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut buffer, schema, None)?;
+    writer.write(&batch)?;
+    writer.close()?;
+    Ok(buffer)
+}
+
+/// `(simhash, cluster_id)` for every fingerprint with a near pair, as Parquet.
+pub(super) fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("simhash", DataType::UInt64, false),
+        Field::new("cluster_id", DataType::UInt64, false),
+    ]));
+    let nodes: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.0)));
+    let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.1)));
+    write_parquet(schema, vec![nodes, ids])
+}
