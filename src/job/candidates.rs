@@ -9,7 +9,7 @@ use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64};
 use super::sql::{self, render};
 use super::summary::{BandPlanSummary, Summary};
-use super::tables::{components_parquet, documents_parquet};
+use super::tables::{components_parquet, view_without};
 use super::KeepRule;
 use crate::cluster::components;
 use crate::error::{Error, Result};
@@ -20,15 +20,7 @@ use crate::storage::{literal, register_parquet, OutputDir};
 /// The view `eligible`: the fingerprints without the `rejected` documents
 /// (kept in the work folder as `unconfirmed`).
 pub(super) async fn eligible_without(ctx: &SessionContext, out: &OutputDir, rejected: &[(String, String)]) -> Result<()> {
-    out.put("_work/unconfirmed.parquet", documents_parquet(rejected)?).await?;
-    register_parquet(ctx, "unconfirmed", &out.staged("_work/unconfirmed.parquet")).await?;
-    collect(
-        ctx,
-        "CREATE VIEW eligible AS SELECT * FROM fingerprints f \
-         WHERE NOT EXISTS (SELECT 1 FROM unconfirmed u WHERE u.source = f.source AND u.id = f.id)",
-    )
-    .await?;
-    Ok(())
+    view_without(ctx, out, "eligible", "fingerprints", "unconfirmed", rejected).await
 }
 
 /// What [`near_pairs`] found.

@@ -41,7 +41,7 @@ use super::store::{check_format, Manifest, STORE_FORMAT};
 use super::candidates::{eligible_without, near_pairs};
 use super::progress::Progress;
 use super::query::{collect, collect_measured, column_u64, scalar_u64, strings};
-use super::tables::{conform, documents_parquet, seal, write_batches, FileMetadata};
+use super::tables::{conform, seal, view_without, write_batches, FileMetadata};
 use super::sql::{self, render};
 use super::summary::{content_identity, FingerprintSettings, StoreReads, StoreSummary, Summary};
 use crate::error::{Error, Result};
@@ -348,15 +348,7 @@ pub async fn documents_not_stored(ctx: &SessionContext, out: &OutputDir, already
         collect(ctx, "CREATE VIEW documents AS SELECT * FROM documents_input").await?;
         return Ok(());
     }
-    out.put("_work/already_stored.parquet", documents_parquet(already)?).await?;
-    register_parquet(ctx, "already_stored", &out.staged("_work/already_stored.parquet")).await?;
-    collect(
-        ctx,
-        "CREATE VIEW documents AS SELECT * FROM documents_input d \
-         WHERE NOT EXISTS (SELECT 1 FROM already_stored s WHERE s.source = d.source AND s.id = d.id)",
-    )
-    .await?;
-    Ok(())
+    view_without(ctx, out, "documents", "documents_input", "already_stored", already).await
 }
 
 /// What the fingerprint stages leave for the store stages.

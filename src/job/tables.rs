@@ -10,9 +10,11 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 
+use super::query::collect;
 use super::summary::FingerprintSettings;
 use crate::error::Result;
 use crate::minhash::MinHashPlan;
+use crate::storage::{register_parquet, OutputDir};
 
 /// The Parquet key-value metadata key of neardup's tables, added to each
 /// footer after the write (see [`crate::storage::footer`]).
@@ -47,7 +49,7 @@ pub(super) async fn seal(ctx: &SessionContext, path: &str, meta: Option<&FileMet
 }
 
 /// `(source, id)` rows as Parquet.
-pub(super) fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
+fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
     let schema = Arc::new(Schema::new(vec![Field::new("source", DataType::Utf8, false), Field::new("id", DataType::Utf8, false)]));
     let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())));
     let ids: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())));
@@ -95,4 +97,17 @@ pub(super) fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
     let nodes: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.0)));
     let ids: ArrayRef = Arc::new(UInt64Array::from_iter_values(labels.iter().map(|l| l.1)));
     write_parquet(schema, vec![nodes, ids])
+}
+
+/// Register the view `view`: table `from` without the documents `left_out`
+/// (`source`, `id`), which are kept in the work folder as table `name`.
+pub(super) async fn view_without(ctx: &SessionContext, out: &OutputDir, view: &str, from: &str, name: &str, left_out: &[(String, String)]) -> Result<()> {
+    let file = format!("_work/{name}.parquet");
+    out.put(&file, documents_parquet(left_out)?).await?;
+    register_parquet(ctx, name, &out.staged(&file)).await?;
+    let statement = format!(
+        "CREATE VIEW {view} AS SELECT * FROM {from} t WHERE NOT EXISTS (SELECT 1 FROM {name} x WHERE x.source = t.source AND x.id = t.id)"
+    );
+    collect(ctx, &statement).await?;
+    Ok(())
 }
