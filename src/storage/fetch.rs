@@ -78,8 +78,15 @@ impl AsyncFileReader for Counting {
 /// A counting reader of the Parquet file at `url`.
 async fn open(ctx: &SessionContext, url: &str, bytes: Arc<AtomicU64>) -> Result<Counting> {
     let (store, path) = locate(ctx, url)?;
-    let size = store.head(&path).await.map_err(|e| super::store_failure(format!("cannot open '{url}'"), &e))?.size;
-    Ok(Counting { store, path, size, bytes })
+    Counting::open(store, path, url, bytes).await
+}
+
+impl Counting {
+    /// A counting reader of the object at `path` (`url`, for messages).
+    async fn open(store: Arc<dyn ObjectStore>, path: ObjectPath, url: &str, bytes: Arc<AtomicU64>) -> Result<Counting> {
+        let size = store.head(&path).await.map_err(|e| super::store_failure(format!("cannot open '{url}'"), &e))?.size;
+        Ok(Counting { store, path, size, bytes })
+    }
 }
 
 /// Whether the sorted `wanted` holds a value in `[min, max]`.
@@ -139,9 +146,14 @@ pub async fn rows_by_key(
     }
     let mut tasks = Vec::with_capacity(opened.len());
     for i in opened {
-        let reader = open(ctx, &files[i], bytes.clone()).await?;
-        let (url, column, wanted) = (files[i].clone(), column.to_string(), wanted[i].clone());
-        tasks.push(async move { file_rows_by_key(reader, url, column, wanted).await });
+        // Each file is opened in its task: on an object store the requests
+        // for its size overlap too.
+        let (store, path) = locate(ctx, &files[i])?;
+        let (url, column, wanted, bytes) = (files[i].clone(), column.to_string(), wanted[i].clone(), bytes.clone());
+        tasks.push(async move {
+            let reader = Counting::open(store, path, &url, bytes).await?;
+            file_rows_by_key(reader, url, column, wanted).await
+        });
     }
     let mut results = futures::stream::iter(tasks.into_iter().map(tokio::spawn)).buffered(FILES_AT_ONCE);
     let mut fetched = Fetched::default();
