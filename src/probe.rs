@@ -230,9 +230,17 @@ impl NightIndex {
         self.exact.contains(mix(s)) && self.exact.lookup(mix(s)).contains(&s)
     }
 
-    /// Whether one of tonight's documents has the MinHash band key `key`.
-    pub fn has_minhash_key(&self, key: u64) -> bool {
-        self.minhash.contains(key)
+    /// Which of `keys` (MinHash band keys) one of tonight's documents has, in
+    /// order: the filter first, with many of its loads in flight (see
+    /// [`Multimap::candidates`]), then the map for the few that pass.
+    pub fn have_minhash_keys(&self, keys: &[u64]) -> Vec<bool> {
+        let mut passed = Vec::new();
+        self.minhash.candidates(keys, &mut passed);
+        let mut held = vec![false; keys.len()];
+        for j in passed {
+            held[j as usize] = self.minhash.slots.contains_key(&spread(keys[j as usize]));
+        }
+        held
     }
 
     /// Distinct MinHash keys indexed.

@@ -696,8 +696,9 @@ async fn join_stages(
 ) -> Result<Summary> {
     progress.begin("join", None);
     // A one-shot run is a store's first night: nothing is stored (the
-    // shared statements 50, 51 and 57 read `stored`).
+    // shared statements 50, 57 and 70 read `stored` and `stored_term_sets`).
     collect(ctx, "CREATE VIEW stored AS SELECT * FROM fingerprints WHERE false").await?;
+    super::nightly::no_stored_term_sets(ctx).await?;
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
 

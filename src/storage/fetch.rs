@@ -13,16 +13,16 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, ListArray, RecordBatch, UInt64Array};
-use datafusion::arrow::compute::filter_record_batch;
-use datafusion::arrow::datatypes::{SchemaRef, UInt64Type};
+use datafusion::arrow::compute::{cast, filter_record_batch};
+use datafusion::arrow::datatypes::{DataType, SchemaRef, UInt64Type};
 use datafusion::prelude::SessionContext;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection, RowSelector};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelector};
 use parquet::arrow::async_reader::AsyncFileReader;
-use parquet::arrow::ParquetRecordBatchStreamBuilder;
+use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::page_index::column_index::ColumnIndexMetaData;
@@ -41,6 +41,7 @@ pub struct Fetched {
 
 /// A Parquet file in an object store, read by ranges, counting the bytes
 /// it asks for (footer and page index included).
+#[derive(Clone)]
 struct Counting {
     store: Arc<dyn ObjectStore>,
     path: ObjectPath,
@@ -123,6 +124,20 @@ fn pages_to_read(meta: &ParquetMetaData, rg: usize, col: usize, wanted: &[u64], 
     selectors
 }
 
+/// Which of the rows with a wanted key a fetch returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    /// Every one.
+    All,
+    /// Of each key, the first row (in file order) with each value of this
+    /// column. A store's files are sorted by fingerprint, then by source and
+    /// id, so `FirstPer("run")` is each fingerprint's first document of each
+    /// run: all that a night reads of a stored fingerprint, in a third of
+    /// the rows of a popular repost's fingerprint (its other copies are
+    /// skipped inside their pages, never decoded).
+    FirstPer(&'static str),
+}
+
 /// Files fetched at once: their pages are decoded in parallel, on every
 /// core of the runtime, and read concurrently from an object store.
 const FILES_AT_ONCE: usize = 4;
@@ -132,12 +147,13 @@ const FILES_AT_ONCE: usize = 4;
 /// when its flag says so: `wanted[i]` is for `files[i]`, and a file with
 /// nothing wanted is not opened. Returns the rows (in file order), the schema
 /// of the files (of the first file opened, or of the last file when none
-/// is wanted), and what was read.
+/// is wanted), and what was read. `take` says which of the wanted rows.
 pub async fn rows_by_key(
     ctx: &SessionContext,
     files: &[String],
     column: &str,
     wanted: &[(Vec<u64>, bool)],
+    take: Take,
 ) -> Result<(Vec<RecordBatch>, Option<SchemaRef>, Fetched)> {
     let bytes = Arc::new(AtomicU64::new(0));
     let mut opened: Vec<usize> = (0..files.len()).filter(|&i| !wanted[i].0.is_empty() || wanted[i].1).collect();
@@ -152,7 +168,7 @@ pub async fn rows_by_key(
         let (url, column, wanted, bytes) = (files[i].clone(), column.to_string(), wanted[i].clone(), bytes.clone());
         tasks.push(async move {
             let reader = Counting::open(store, path, &url, bytes).await?;
-            file_rows_by_key(reader, url, column, wanted).await
+            file_rows_by_key(reader, url, column, wanted, take).await
         });
     }
     let mut results = futures::stream::iter(tasks.into_iter().map(tokio::spawn)).buffered(FILES_AT_ONCE);
@@ -170,17 +186,25 @@ pub async fn rows_by_key(
 }
 
 /// The wanted rows of one file (see [`rows_by_key`]), with its schema.
-async fn file_rows_by_key(reader: Counting, url: String, column: String, wanted: (Vec<u64>, bool)) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+async fn file_rows_by_key(
+    mut reader: Counting,
+    url: String,
+    column: String,
+    wanted: (Vec<u64>, bool),
+    take: Take,
+) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let (wanted, nulls) = (wanted.0.as_slice(), wanted.1);
     let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
+    let metadata = ArrowReaderMetadata::load_async(&mut reader, options)
         .await
         .map_err(|e| Error::input(format!("'{url}' is not a readable Parquet file: {e}")))?;
-    let schema = builder.schema().clone();
-    let meta = builder.metadata().clone();
-    let Some(col) = meta.file_metadata().schema_descr().columns().iter().position(|c| c.path().string() == column) else {
-        return Err(Error::input(format!("'{url}' has no column '{column}'")));
+    let schema = metadata.schema().clone();
+    let meta = metadata.metadata().clone();
+    let leaf = |name: &str| {
+        let columns = meta.file_metadata().schema_descr().columns();
+        columns.iter().position(|c| c.path().string() == name).ok_or_else(|| Error::input(format!("'{url}' has no column '{name}'")))
     };
+    let col = leaf(&column)?;
     let (mut groups, mut selectors) = (Vec::new(), Vec::new());
     for rg in 0..meta.num_row_groups() {
         let pages = pages_to_read(&meta, rg, col, wanted, nulls);
@@ -192,24 +216,99 @@ async fn file_rows_by_key(reader: Counting, url: String, column: String, wanted:
     if groups.is_empty() {
         return Ok((schema, Vec::new()));
     }
-    let stream = builder
+    let cannot_read = |e: ParquetError| Error::runtime(format!("cannot read '{url}': {e}"));
+    let mut selection = RowSelection::from(selectors);
+    if let Take::FirstPer(by) = take {
+        let columns = Columns { key: (col, &column), by: (leaf(by)?, by) };
+        let within = Within { metadata: metadata.clone(), groups: groups.clone(), selection };
+        selection = first_per(reader.clone(), within, columns, wanted, nulls).await.map_err(cannot_read)?;
+    }
+    let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata)
         .with_row_groups(groups)
-        .with_row_selection(RowSelection::from(selectors))
+        .with_row_selection(selection)
         .build()
-        .map_err(|e| Error::runtime(format!("cannot read '{url}': {e}")))?;
-    let read: Vec<RecordBatch> = stream.try_collect().await.map_err(|e| Error::runtime(format!("cannot read '{url}': {e}")))?;
+        .map_err(cannot_read)?;
+    let read: Vec<RecordBatch> = stream.try_collect().await.map_err(cannot_read)?;
     let mut kept = Vec::new();
     for batch in read {
         let keys = batch.column_by_name(&column).expect("the column was found").as_primitive::<UInt64Type>().clone();
-        let keep: BooleanArray = (0..batch.num_rows())
-            .map(|i| Some(if keys.is_null(i) { nulls } else { wanted.binary_search(&keys.value(i)).is_ok() }))
-            .collect();
+        let keep: BooleanArray = (0..batch.num_rows()).map(|i| Some(is_wanted(&keys, i, wanted, nulls))).collect();
         let batch = filter_record_batch(&batch, &keep)?;
         if batch.num_rows() > 0 {
             kept.push(batch);
         }
     }
     Ok((schema, kept))
+}
+
+/// Whether row `i` of `keys` is wanted: its key is in the sorted `wanted`, or it is NULL and `nulls`.
+fn is_wanted(keys: &UInt64Array, i: usize, wanted: &[u64], nulls: bool) -> bool {
+    match keys.is_null(i) {
+        true => nulls,
+        false => wanted.binary_search(&keys.value(i)).is_ok(),
+    }
+}
+
+/// The rows of a file a fetch reads: its chosen row groups, and the rows of
+/// them (together, in order) that `selection` selects.
+struct Within {
+    metadata: ArrowReaderMetadata,
+    groups: Vec<usize>,
+    selection: RowSelection,
+}
+
+/// The key column and the column of [`Take::FirstPer`], as (leaf, name).
+struct Columns<'a> {
+    key: (usize, &'a str),
+    by: (usize, &'a str),
+}
+
+/// `within.selection` narrowed to the first row of each wanted key for each
+/// value of column `by` (see [`Take::FirstPer`]), found by reading the two
+/// columns alone: the bulky columns are then decoded for those rows only.
+async fn first_per(reader: Counting, within: Within, columns: Columns<'_>, wanted: &[u64], nulls: bool) -> parquet::errors::Result<RowSelection> {
+    let Within { metadata, groups, selection } = within;
+    let total = groups.iter().map(|&g| metadata.metadata().row_group(g).num_rows() as usize).sum();
+    // The position of each selected row among the chosen row groups' rows.
+    let mut positions = Vec::new();
+    let mut at = 0;
+    for s in selection.iter() {
+        if !s.skip {
+            positions.extend(at..at + s.row_count);
+        }
+        at += s.row_count;
+    }
+    let mask = ProjectionMask::leaves(metadata.metadata().file_metadata().schema_descr(), [columns.key.0, columns.by.0]);
+    let mut stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata)
+        .with_projection(mask)
+        .with_row_groups(groups)
+        .with_row_selection(selection)
+        .build()?;
+    let (mut positions, mut kept) = (positions.into_iter(), Vec::new());
+    // The key of the rows in hand, and the values of `by` already taken for it.
+    let (mut current, mut taken): (Option<Option<u64>>, Vec<Option<String>>) = (None, Vec::new());
+    while let Some(batch) = stream.try_next().await? {
+        let column = |name: &str| batch.column_by_name(name).cloned().ok_or_else(|| ParquetError::General(format!("no column '{name}'")));
+        let keys = column(columns.key.1)?.as_primitive::<UInt64Type>().clone();
+        let by = cast(&column(columns.by.1)?, &DataType::Utf8)?;
+        let by = by.as_string::<i32>();
+        for i in 0..batch.num_rows() {
+            let at = positions.next().ok_or_else(|| ParquetError::General("more rows than selected".into()))?;
+            if !is_wanted(&keys, i, wanted, nulls) {
+                continue;
+            }
+            let key = keys.is_valid(i).then(|| keys.value(i));
+            if current != Some(key) {
+                (current, taken) = (Some(key), Vec::new());
+            }
+            let value = by.is_valid(i).then(|| by.value(i).to_string());
+            if !taken.contains(&value) {
+                taken.push(value);
+                kept.push(at..at + 1);
+            }
+        }
+    }
+    Ok(RowSelection::from_consecutive_ranges(kept.into_iter(), total))
 }
 
 /// `batch` with the MinHash keys of its `minhash` column (if any) narrowed
@@ -256,5 +355,46 @@ mod tests {
         assert!(!holds_any(&[3, 9, 20], 10, 19));
         assert!(holds_any(&[u64::MAX], 1 << 63, u64::MAX));
         assert!(!holds_any(&[], 0, u64::MAX));
+    }
+
+    /// A segment-like file: sorted by fingerprint, then id, with the rows of
+    /// two runs interleaved, in pages of two rows.
+    fn segment(dir: &std::path::Path) -> String {
+        use datafusion::arrow::array::{ArrayRef, StringArray};
+        use datafusion::arrow::datatypes::{Field, Schema};
+        let rows: [(u64, &str, &str); 7] = [(1, "a", "1"), (2, "b", "2"), (2, "a", "3"), (2, "b", "4"), (2, "a", "5"), (5, "a", "6"), (5, "a", "7")];
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("simhash", DataType::UInt64, true),
+            Field::new("run", DataType::Utf8, false),
+            Field::new("id", DataType::Utf8, false),
+        ]));
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2))),
+        ];
+        let path = dir.join("segment.parquet");
+        let props = parquet::file::properties::WriterProperties::builder().set_data_page_row_count_limit(2).set_write_batch_size(2).build();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema.clone(), Some(props)).unwrap();
+        writer.write(&RecordBatch::try_new(schema, columns).unwrap()).unwrap();
+        writer.close().unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
+    fn ids(batches: &[RecordBatch]) -> Vec<String> {
+        batches.iter().flat_map(|b| b.column_by_name("id").unwrap().as_string::<i32>().iter().map(|v| v.unwrap().to_string()).collect::<Vec<_>>()).collect()
+    }
+
+    #[tokio::test]
+    async fn first_per_run_takes_each_keys_first_row_of_each_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = segment(dir.path());
+        let ctx = SessionContext::new();
+        let wanted = [(vec![2, 5], false)];
+        let (all, _, _) = rows_by_key(&ctx, std::slice::from_ref(&file), "simhash", &wanted, Take::All).await.unwrap();
+        assert_eq!(ids(&all), ["2", "3", "4", "5", "6", "7"]);
+        let (first, _, fetched) = rows_by_key(&ctx, &[file], "simhash", &wanted, Take::FirstPer("run")).await.unwrap();
+        assert_eq!(ids(&first), ["2", "3", "6"]);
+        assert_eq!(fetched.rows, 3);
     }
 }
