@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use neardup::cli::{Cli, Command, StoreCommand};
 use neardup::error::Error;
-use neardup::job::{run_dedup, run_fingerprint, run_pairs, JobSpec, Summary};
+use neardup::job::{run_dedup, run_fingerprint, run_pairs, JobSpec, RunCommand, Summary};
 
 /// Write `text` to standard output. A reader that has gone away (a closed
 /// pipe, as with `| head`) is not an error; any other write failure is.
@@ -43,7 +43,7 @@ fn report(summary: &Summary, json: bool) -> Result<(), Error> {
         }
         text += &format!("output {}: {}\n", plan.output, plan.output_action);
         emit(&text)
-    } else if summary.command == "fingerprint" {
+    } else if summary.command == RunCommand::Fingerprint {
         emit(&format!(
             "{} documents ({} without terms): {} distinct fingerprints; wrote {} in {:.1} s\n",
             summary.documents,

@@ -38,7 +38,7 @@ fn nested_as_text(batch: &RecordBatch) -> Result<RecordBatch, datafusion::arrow:
 
 /// Print batches in `format`. A broken pipe is not an error.
 fn print(batches: &[RecordBatch], format: Format) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = Stdout { inner: std::io::stdout().lock(), closed: false };
     let written = match format {
         Format::Table => {
             let table = pretty_format_batches(batches)?;
@@ -53,9 +53,31 @@ fn print(batches: &[RecordBatch], format: Format) -> Result<()> {
             batches.iter().try_for_each(|b| w.write(b)).and_then(|_| w.finish()).map_err(Error::from)
         }
     };
-    match written.and_then(|_| out.flush().map_err(Error::from)) {
-        Err(Error::Runtime(m)) if m.contains("Broken pipe") => std::process::exit(0),
-        other => other,
+    let written = written.and_then(|_| out.flush().map_err(Error::from));
+    // The reader went away (`neardup sql … | head`): not an error.
+    if out.closed {
+        std::process::exit(0);
+    }
+    written
+}
+
+/// Standard output that remembers whether a write found the pipe closed:
+/// the CSV writer reports its I/O errors as text, and the kind is known here.
+struct Stdout {
+    inner: std::io::StdoutLock<'static>,
+    closed: bool,
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = self.inner.write(buf);
+        self.closed |= written.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
+        written
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let flushed = self.inner.flush();
+        self.closed |= flushed.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe);
+        flushed
     }
 }
 

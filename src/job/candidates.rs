@@ -92,7 +92,7 @@ pub(super) async fn near_pairs(
             Some(m) => BandPlan::new(k, m),
             None => BandPlan::auto(k, distinct),
         }
-        .map_err(Error::Input)?;
+        .map_err(Error::input)?;
         let path = out.staged("_work/candidates/simhash.parquet");
         collect(ctx, &render(sql::NEAR_PAIRS, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
         sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));

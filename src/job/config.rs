@@ -117,7 +117,7 @@ impl Default for FingerprintOptions {
 
 impl FingerprintOptions {
     pub fn mode(&self) -> Result<Mode> {
-        self.tokenizer.parse().map_err(Error::Input)
+        self.tokenizer.parse().map_err(Error::input)
     }
 
     pub fn analyzer_options(&self) -> AnalyzerOptions {
@@ -197,7 +197,7 @@ impl JoinOptions {
             )));
         }
         if let Some(m) = self.blocks {
-            crate::join::BandPlan::new(self.max_hamming, m).map_err(Error::Input)?;
+            crate::join::BandPlan::new(self.max_hamming, m).map_err(Error::input)?;
         }
         if self.candidates.minhash() && self.verify == Verify::None {
             return Err(Error::input(
@@ -405,7 +405,7 @@ impl JobSpec {
         let keep = KeepRule::parse(&self.keep)?;
         // Building the analyzer reads the dictionary and word lists: a bad
         // path is reported now, not from deep inside a query.
-        Analyzer::get(&self.fingerprint.analyzer_options().to_options_string()).map_err(Error::Input)?;
+        Analyzer::get(&self.fingerprint.analyzer_options().to_options_string()).map_err(Error::input)?;
         if let (Some(a), Some(b)) = (&self.fingerprint.idf_model, &self.fingerprint.save_idf_model) {
             return Err(Error::input(format!(
                 "both idf_model ('{a}') and save_idf_model ('{b}') are set: load a model or save one, not both"

@@ -15,4 +15,4 @@ mod tables;
 pub use config::{check_run_id, Candidates, DuplicateIds, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
 pub use progress::{LogFormat, RunOptions};
 pub use runner::{run_dedup, run_fingerprint, run_pairs, PairsSpec};
-pub use summary::{FingerprintSettings, StoreReads, StoreSummary, Summary};
+pub use summary::{FingerprintSettings, RunCommand, StoreReads, StoreSummary, Summary};

@@ -393,7 +393,7 @@ async fn fetch_touched(
             Some(m) => BandPlan::new(k, m),
             None => BandPlan::auto(k, stored),
         }
-        .map_err(Error::Input)?
+        .map_err(Error::input)?
         .m),
         false => None,
     };

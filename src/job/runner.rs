@@ -22,7 +22,7 @@ use super::progress::{Progress, RunOptions};
 use super::query::{collect, collect_with, column_u64, scalar_u64, strings};
 use super::tables::{seal, FileMetadata, METADATA_KEY};
 use super::sql::{self, render};
-use super::summary::{FingerprintSettings, IdfSummary, InputSummary, Plan, PlanInput, Summary};
+use super::summary::{FingerprintSettings, IdfSummary, InputSummary, Plan, PlanInput, RunCommand, Summary};
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
 use crate::session::{context, EngineOptions};
@@ -213,7 +213,7 @@ async fn check_ids(ctx: &SessionContext, view: &str, duplicates: DuplicateIds) -
 /// pages, text that is not UTF-8) and name it, reading each file alone.
 /// Returns `error` unchanged when every file reads.
 async fn name_bad_file(ctx: &SessionContext, spec: &JobSpec, error: Error) -> Error {
-    if !matches!(&error, Error::Runtime(m) if m.contains("Parquet") || m.contains("Arrow error")) {
+    if error.kind() != crate::error::Kind::Unreadable {
         return error;
     }
     for input in &spec.inputs {
@@ -418,7 +418,7 @@ async fn dedup_stages(
         survivors_stage(ctx, spec, out, progress).await?;
     }
 
-    summary.command = if with_join { "dedup" } else { "fingerprint" }.into();
+    summary.command = if with_join { RunCommand::Dedup } else { RunCommand::Fingerprint };
     summary.output = out.url().to_string();
     summary.settings = Some(settings);
     summary.idf = idf.summary;
@@ -696,9 +696,8 @@ async fn join_stages(
 ) -> Result<Summary> {
     progress.begin("join", None);
     // A one-shot run is a store's first night: nothing is stored (the
-    // shared statements 50, 57 and 70 read `stored` and `stored_term_sets`).
+    // shared statements 50, 57 and 70 read `stored`, and 57 `stored_term_sets`).
     collect(ctx, "CREATE VIEW stored AS SELECT * FROM fingerprints WHERE false").await?;
-    super::nightly::no_stored_term_sets(ctx).await?;
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
 
@@ -715,6 +714,7 @@ async fn join_stages(
             let rejected = unconfirmed_copies(&batches, verify)?;
             eligible_without(ctx, out, &rejected).await?;
             let sets_path = out.staged("_work/term_sets.parquet");
+            super::nightly::no_stored_term_sets(ctx).await?;
             collect(ctx, &render(sql::TERM_SETS, &[("tonight", "eligible"), ("path", &literal(&sets_path))])).await?;
             register_parquet(ctx, "term_sets", &sets_path).await?;
             rejected.len() as u64
@@ -806,7 +806,7 @@ async fn dry_run(ctx: &SessionContext, spec: &JobSpec, with_join: bool, store: O
     }
     Ok(Summary {
         neardup_version: env!("CARGO_PKG_VERSION").into(),
-        command: if with_join { "dedup" } else { "fingerprint" }.into(),
+        command: if with_join { RunCommand::Dedup } else { RunCommand::Fingerprint },
         output: spec.output.clone(),
         settings: Some(FingerprintSettings::of(fp)),
         keep: spec.keep.clone(),
@@ -897,7 +897,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     let result = async {
         let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None });
         let mut summary = join_stages(&ctx, &spec.join, &keep, &out, meta.as_ref(), &mut progress).await?;
-        summary.command = "pairs".into();
+        summary.command = RunCommand::Pairs;
         summary.output = out.url().to_string();
         summary.settings = settings;
         // The table's documents, whatever sources they carry.

@@ -96,11 +96,31 @@ pub struct InputSummary {
     pub documents_without_terms: u64,
 }
 
+/// The command a summary reports on, as `summary.json` names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunCommand {
+    #[default]
+    Dedup,
+    Fingerprint,
+    Pairs,
+}
+
+impl std::fmt::Display for RunCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RunCommand::Dedup => "dedup",
+            RunCommand::Fingerprint => "fingerprint",
+            RunCommand::Pairs => "pairs",
+        })
+    }
+}
+
 /// The run's summary.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Summary {
     pub neardup_version: String,
-    pub command: String,
+    pub command: RunCommand,
     pub output: String,
     pub inputs: Vec<InputSummary>,
     pub documents: u64,

@@ -136,25 +136,33 @@ pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(List
     files.sort_by(|a, b| a.location.cmp(&b.location));
     for f in &files {
         let name = display_location(&format!("{}{}", table_url.object_store().as_str(), f.location));
-        read_footer(store.as_ref(), f).await.map(|_| ()).map_err(|e| match e {
-            Error::Input(m) => Error::Input(m.replace(&format!("'{}'", f.location), &format!("'{name}'"))),
-            other => other,
-        })?;
+        read_footer(store.as_ref(), f, &name).await?;
     }
     Ok((table_url, files))
 }
 
-/// An object-store failure as an error: a runtime failure (exit code 1:
-/// retry the run later) when the store answered with a server error or not
-/// at all, after the client's own retries; bad input (exit code 2) when the
-/// location or the credentials are wrong.
-pub fn store_failure(what: String, e: &dyn std::fmt::Display) -> Error {
+/// An object store's failure, classified by what failed, never by its
+/// text. What the user must change (a missing object, a refused credential,
+/// a path the store cannot hold, a local folder that cannot be written) is
+/// bad input (exit 2); a store that failed or did not answer (a server
+/// error, a lost connection, a timeout) may do better when the run is
+/// retried (exit 1), and so may a full disk.
+pub fn store_failure(what: String, e: &(dyn std::error::Error + 'static)) -> Error {
+    use object_store::Error as Store;
+    use std::io::ErrorKind;
     let text = e.to_string();
-    let transient = ["status code: 500", "status code: 502", "status code: 503", "status code: 504", "status code: 429", "timed out", "error sending request", "connection", "Connection"];
-    if transient.iter().any(|t| text.contains(t)) {
-        Error::runtime(format!("{what}: {text} (the store failed or did not answer: retry the run later)"))
-    } else {
-        Error::input(format!("{what}: {text}"))
+    let io = crate::error::chain(e).find_map(|c| c.downcast_ref::<std::io::Error>()).map(std::io::Error::kind);
+    let unanswered = || Error::runtime(format!("{what}: {text} (the store failed or did not answer: retry the run later)"));
+    match crate::error::chain(e).find_map(|c| c.downcast_ref::<Store>()) {
+        Some(Store::Generic { store: "LocalFileSystem", .. }) => match io {
+            Some(ErrorKind::StorageFull) => Error::runtime(crate::error::disk_full(&format!("{what}: {text}"))),
+            Some(ErrorKind::PermissionDenied | ErrorKind::IsADirectory | ErrorKind::NotADirectory | ErrorKind::ReadOnlyFilesystem) => {
+                Error::input(format!("{what}: {text}"))
+            }
+            _ => Error::runtime(format!("{what}: {text}")),
+        },
+        Some(Store::Generic { .. } | Store::JoinError { .. }) | None => unanswered(),
+        Some(_) => Error::input(format!("{what}: {text}")),
     }
 }
 
@@ -167,18 +175,14 @@ pub fn display_location(url: &str) -> String {
 }
 
 /// The decoded footer of one Parquet file, its magic bytes checked: a file
-/// that is not Parquet, or whose footer is damaged, is named here, not by a
-/// query later.
-async fn read_footer(store: &dyn object_store::ObjectStore, meta: &ObjectMeta) -> Result<ParquetMetaData> {
+/// that is not Parquet, or whose footer is damaged, is named here (as
+/// `name`), not by a query later.
+async fn read_footer(store: &dyn object_store::ObjectStore, meta: &ObjectMeta, name: &str) -> Result<ParquetMetaData> {
     let not_parquet = || Error::input(format!(
-        "'{}' is not a Parquet file (no PAR1 magic bytes): remove it from the input or convert it to Parquet",
-        meta.location
+        "'{name}' is not a Parquet file (no PAR1 magic bytes): remove it from the input or convert it to Parquet"
     ));
     let damaged = |why: String| {
-        Error::input(format!(
-            "'{}' is damaged: its Parquet footer cannot be read ({why}); restore the file or remove it from the input",
-            meta.location
-        ))
+        Error::input(format!("'{name}' is damaged: its Parquet footer cannot be read ({why}); restore the file or remove it from the input"))
     };
     let read = |range: std::ops::Range<u64>| async move {
         store.get_range(&meta.location, range).await.map_err(|e| Error::runtime(format!("cannot read '{}': {e}", meta.location)))
@@ -247,7 +251,7 @@ pub async fn parquet_key_values(ctx: &SessionContext, url: &str) -> Result<Vec<(
     let store = ctx.runtime_env().object_store(table_url.object_store())?;
     let mut out = Vec::with_capacity(files.len());
     for f in files {
-        let metadata = read_footer(store.as_ref(), &f).await?;
+        let metadata = read_footer(store.as_ref(), &f, f.location.as_ref()).await?;
         let kv = metadata
             .file_metadata()
             .key_value_metadata()
