@@ -10,6 +10,7 @@ use crate::job::{Candidates, Columns, DuplicateIds, FingerprintOptions, JobSpec,
 use crate::minhash::MinHashPlan;
 use crate::sets::Verify;
 use crate::session::EngineOptions;
+use crate::shell::{Format, Session};
 use crate::storage::InputSpec;
 use crate::weight::{IdfFormula, Weighting};
 
@@ -455,15 +456,6 @@ pub struct RunArgs {
     pub run: RunControlArgs,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    /// Aligned table for people.
-    Table,
-    /// CSV with a header line.
-    Csv,
-    /// One JSON object per row (JSON lines).
-    Json,
-}
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {
@@ -507,4 +499,51 @@ impl SqlArgs {
     pub fn engine(&self) -> EngineOptions {
         self.engine.options()
     }
+
+    /// What the shell runs.
+    pub fn session(&self) -> Session {
+        Session {
+            command: self.command.clone(),
+            file: self.file.clone(),
+            tables: self.tables.clone(),
+            format: self.format,
+            engine: self.engine(),
+        }
+    }
 }
+
+/// `clap::ValueEnum` for an enum of the layers below, which know nothing of
+/// clap: its values as the command line spells them, each with its help.
+macro_rules! value_enum {
+    ($type:ident { $($variant:ident => $name:literal $(: $help:literal)?),+ $(,)? }) => {
+        impl ValueEnum for $type {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$($type::$variant),+]
+            }
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                Some(match self {
+                    $($type::$variant => clap::builder::PossibleValue::new($name)$(.help($help))?),+
+                })
+            }
+        }
+    };
+}
+
+value_enum!(DuplicateIds {
+    Error => "error": "Refuse the input (exit code 2), naming the ids",
+    KeepFirst => "keep-first": "Keep one row per id (the smallest text, then title), drop the others and count them in the summary",
+});
+
+value_enum!(Candidates {
+    Simhash => "simhash": "Fingerprints within Hamming distance k (the banded self-join)",
+    Minhash => "minhash": "Term sets sharing a MinHash LSH band",
+    Both => "simhash+minhash": "Both: fingerprints within k, and term sets sharing a MinHash band",
+});
+
+value_enum!(LogFormat { Plain => "plain", Json => "json" });
+
+value_enum!(Format {
+    Table => "table": "Aligned table for people",
+    Csv => "csv": "CSV with a header line",
+    Json => "json": "One JSON object per row (JSON lines)",
+});

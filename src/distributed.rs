@@ -1,17 +1,12 @@
-//! Running the same job on an Apache DataFusion Ballista cluster.
-//!
-//! A custom function must be known to the client (planning), the scheduler
-//! (decoding logical plans) and every executor (decoding physical plans).
-//! All three get their session from [`cluster_state`] here, built on the same
-//! function list ([`crate::udf`]) and the same object-store registry
-//! ([`crate::storage::EnvStoreRegistry`]), so they cannot drift apart. The
-//! scheduler is built without Ballista's REST API, which would serve session
-//! settings over HTTP.
+//! The processes of an Apache DataFusion Ballista cluster: a scheduler and
+//! executors, whose session state is that of every other role
+//! ([`crate::session::state`], role [`Role::Cluster`]); a client connects
+//! through [`crate::session::context`]. The scheduler is built without
+//! Ballista's REST API, which would serve session settings over HTTP.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use ballista::prelude::SessionContextExt;
 use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_core::RuntimeProducer;
@@ -19,57 +14,15 @@ use ballista_executor::executor_process::{start_executor_process, ExecutorProces
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::start_server;
-use datafusion::execution::{SessionState, SessionStateBuilder};
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::execution::SessionState;
+use datafusion::prelude::SessionConfig;
 
 use crate::error::{Error, Result};
-use crate::session::runtime_env;
+use crate::session::{parse_endpoint, runtime_env, state, Role};
 
-/// The session state of the scheduler and executors: Ballista's own rules
-/// and functions, plus neardup's functions and object stores.
-pub fn cluster_state(config: SessionConfig) -> datafusion::error::Result<SessionState> {
-    let base = ballista_core::utils::default_session_builder(config)?;
-    let mut state = SessionStateBuilder::new_from_existing(base).with_runtime_env(runtime_env(None, None)?).build();
-    crate::udf::register_all(&mut state)?;
-    Ok(state)
-}
-
-/// Parse `df://host:port` (or `host:port`) into host and port.
-pub fn parse_endpoint(endpoint: &str, default_port: u16) -> Result<(String, u16)> {
-    let rest = endpoint.split_once("://").map_or(endpoint, |(_, r)| r).trim_end_matches('/');
-    let (host, port) = match rest.rsplit_once(':') {
-        Some((h, p)) => (h, p.parse::<u16>().map_err(|_| Error::input(format!("'{endpoint}': port '{p}' is not a number")))?),
-        None => (rest, default_port),
-    };
-    if host.is_empty() {
-        return Err(Error::input(format!("'{endpoint}' names no host: use df://HOST:PORT")));
-    }
-    Ok((host.to_string(), port))
-}
-
-/// A client session whose queries run on the cluster at `url`.
-pub async fn connect(url: &str, config: SessionConfig) -> Result<SessionContext> {
-    let (host, port) = parse_endpoint(url, 50050)?;
-    // The static distributed planner: Ballista 55's adaptive planner (on by
-    // default, marked experimental) planned stage after stage without end on
-    // the clusters statement; see docs/design.md.
-    let config = config.upgrade_for_ballista().set_str(ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED, "false");
-    let state = SessionStateBuilder::new()
-        .with_default_features()
-        .with_config(config)
-        .with_runtime_env(runtime_env(None, None)?)
-        .build();
-    let ctx = SessionContext::remote_with_state(&format!("df://{host}:{port}"), state)
-        .await
-        .map_err(|e| Error::runtime(format!("cannot reach the scheduler at {host}:{port}: {e}")))?;
-    // Ballista replaces the state's function lists with its own: register ours again.
-    for f in crate::udf::scalar_functions() {
-        ctx.register_udf(f.as_ref().clone());
-    }
-    for f in crate::udf::aggregate_functions() {
-        ctx.register_udaf(f.as_ref().clone());
-    }
-    Ok(ctx)
+/// The session state of the scheduler and executors.
+fn cluster_state(config: SessionConfig) -> datafusion::error::Result<SessionState> {
+    state(Role::Cluster, config)
 }
 
 /// Settings of a scheduler process.
@@ -155,15 +108,6 @@ pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn endpoints() {
-        assert_eq!(parse_endpoint("df://sched:50050", 1).unwrap(), ("sched".into(), 50050));
-        assert_eq!(parse_endpoint("10.0.0.1:7000", 1).unwrap(), ("10.0.0.1".into(), 7000));
-        assert_eq!(parse_endpoint("sched", 50050).unwrap(), ("sched".into(), 50050));
-        assert!(parse_endpoint("df://:1", 1).is_err());
-        assert!(parse_endpoint("df://h:port", 1).unwrap_err().to_string().contains("'port'"));
-    }
 
     #[test]
     fn cluster_state_has_every_function() {

@@ -114,7 +114,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 emit(&format!("{}\n", done.describe()))?;
             }
         }
-        Command::Sql(args) => neardup::shell::run(&args).await?,
+        Command::Sql(args) => neardup::shell::run(&args.session()).await?,
         Command::Functions => emit(&neardup::udf::describe_all())?,
         Command::Eval(args) => {
             let ctx = neardup::session::new_context(&Default::default())?;

@@ -2,10 +2,12 @@
 //!
 //! Every run (the job, `neardup sql`, tests) gets its context from
 //! [`context`]: embedded, or connected to a Ballista cluster when
-//! `cluster` is set. Either way it has the same settings, functions
-//! ([`crate::udf`]) and object stores ([`runtime_env`]); the cluster's
-//! scheduler and executors build theirs from the same pieces
-//! ([`crate::distributed`]).
+//! `cluster` is set. A custom function must be known to the client
+//! (planning), the scheduler (decoding logical plans) and every executor
+//! (decoding physical plans): all four roles ([`Role`]) get their session
+//! state from [`state`], built on the same function list ([`crate::udf`])
+//! and the same object stores ([`runtime_env`]), so they cannot drift apart.
+//! The cluster's processes themselves are started in [`crate::distributed`].
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -13,7 +15,9 @@ use std::sync::Arc;
 use datafusion::execution::disk_manager::DiskManagerBuilder;
 use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
-use datafusion::execution::SessionStateBuilder;
+use ballista::prelude::SessionContextExt;
+use ballista_core::extension::SessionConfigExt;
+use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +77,35 @@ pub fn runtime_env(spill_dir: Option<&str>, memory_limit: Option<usize>) -> data
     builder.build_arc()
 }
 
+/// Who a session is for. The roles differ in their base rules and runtime,
+/// never in functions or object stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A run in this process, under an optional memory limit (bytes).
+    Embedded { memory_limit: Option<usize> },
+    /// A client whose queries run on a cluster.
+    Client,
+    /// A scheduler or an executor: Ballista's own rules and functions too.
+    Cluster,
+}
+
+/// The session state of `role` with `config`: every role's has neardup's
+/// functions and object stores.
+pub fn state(role: Role, config: SessionConfig) -> datafusion::error::Result<SessionState> {
+    let builder = match role {
+        Role::Embedded { memory_limit } => SessionStateBuilder::new()
+            .with_config(config)
+            .with_runtime_env(runtime_env(None, memory_limit)?)
+            .with_default_features(),
+        Role::Client => SessionStateBuilder::new().with_default_features().with_config(config).with_runtime_env(runtime_env(None, None)?),
+        Role::Cluster => SessionStateBuilder::new_from_existing(ballista_core::utils::default_session_builder(config)?)
+            .with_runtime_env(runtime_env(None, None)?),
+    };
+    let mut state = builder.build();
+    crate::udf::register_all(&mut state)?;
+    Ok(state)
+}
+
 /// The session for `options`: embedded, or on the cluster it names.
 pub async fn context(options: &EngineOptions) -> Result<SessionContext> {
     match &options.cluster {
@@ -83,7 +116,7 @@ pub async fn context(options: &EngineOptions) -> Result<SessionContext> {
                      each executor's --memory-limit bounds its tasks"
                 );
             }
-            crate::distributed::connect(url, session_config(options)?).await
+            connect(url, session_config(options)?).await
         }
         None => new_context(options),
     }
@@ -121,14 +154,40 @@ pub fn new_context(options: &EngineOptions) -> Result<SessionContext> {
         // bounded memory is worth the slower join.
         config = config.set_bool("datafusion.optimizer.prefer_hash_join", false);
     }
-    let runtime = runtime_env(None, limit)?;
-    let mut state = SessionStateBuilder::new()
-        .with_config(config)
-        .with_runtime_env(Arc::clone(&runtime))
-        .with_default_features()
-        .build();
-    crate::udf::register_all(&mut state)?;
-    Ok(SessionContext::new_with_state(state))
+    Ok(SessionContext::new_with_state(state(Role::Embedded { memory_limit: limit }, config)?))
+}
+
+/// Parse `df://host:port` (or `host:port`) into host and port.
+pub fn parse_endpoint(endpoint: &str, default_port: u16) -> Result<(String, u16)> {
+    let rest = endpoint.split_once("://").map_or(endpoint, |(_, r)| r).trim_end_matches('/');
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) => (h, p.parse::<u16>().map_err(|_| Error::input(format!("'{endpoint}': port '{p}' is not a number")))?),
+        None => (rest, default_port),
+    };
+    if host.is_empty() {
+        return Err(Error::input(format!("'{endpoint}' names no host: use df://HOST:PORT")));
+    }
+    Ok((host.to_string(), port))
+}
+
+/// A client session whose queries run on the cluster at `url`.
+async fn connect(url: &str, config: SessionConfig) -> Result<SessionContext> {
+    let (host, port) = parse_endpoint(url, 50050)?;
+    // The static distributed planner: Ballista 55's adaptive planner (on by
+    // default, marked experimental) planned stage after stage without end on
+    // the clusters statement; see docs/design.md.
+    let config = config.upgrade_for_ballista().set_str(ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED, "false");
+    let ctx = SessionContext::remote_with_state(&format!("df://{host}:{port}"), state(Role::Client, config)?)
+        .await
+        .map_err(|e| Error::runtime(format!("cannot reach the scheduler at {host}:{port}: {e}")))?;
+    // Ballista replaces the state's function lists with its own: register ours again.
+    for f in crate::udf::scalar_functions() {
+        ctx.register_udf(f.as_ref().clone());
+    }
+    for f in crate::udf::aggregate_functions() {
+        ctx.register_udaf(f.as_ref().clone());
+    }
+    Ok(ctx)
 }
 
 /// `ctx`, with hash joins preferred: for a statement whose join has one side
@@ -145,6 +204,15 @@ pub fn with_hash_joins(ctx: &SessionContext) -> SessionContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(parse_endpoint("df://sched:50050", 1).unwrap(), ("sched".into(), 50050));
+        assert_eq!(parse_endpoint("10.0.0.1:7000", 1).unwrap(), ("10.0.0.1".into(), 7000));
+        assert_eq!(parse_endpoint("sched", 50050).unwrap(), ("sched".into(), 50050));
+        assert!(parse_endpoint("df://:1", 1).is_err());
+        assert!(parse_endpoint("df://h:port", 1).unwrap_err().to_string().contains("'port'"));
+    }
 
     #[test]
     fn sizes() {

@@ -11,9 +11,32 @@ use datafusion::arrow::util::pretty::pretty_format_batches;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::DFParser;
 
-use crate::cli::{Format, SqlArgs};
 use crate::error::{Error, Result};
+use crate::session::EngineOptions;
 use crate::storage::register_parquet;
+
+/// How query results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned table for people.
+    Table,
+    /// CSV with a header line.
+    Csv,
+    /// One JSON object per row (JSON lines).
+    Json,
+}
+
+/// What a shell session runs: a script (`command`, a `file`, or standard
+/// input when it is not a terminal; else statements typed one by one)
+/// over the Parquet `tables` (`NAME=URL`).
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub command: Option<String>,
+    pub file: Option<std::path::PathBuf>,
+    pub tables: Vec<String>,
+    pub format: Format,
+    pub engine: EngineOptions,
+}
 
 /// CSV has no lists or structs: render such columns as text, as the table format does.
 fn nested_as_text(batch: &RecordBatch) -> Result<RecordBatch, datafusion::arrow::error::ArrowError> {
@@ -139,8 +162,8 @@ async fn interactive(ctx: &SessionContext, format: Format) -> Result<()> {
 }
 
 /// `neardup sql`.
-pub async fn run(args: &SqlArgs) -> Result<()> {
-    let ctx = crate::session::context(&args.engine()).await?;
+pub async fn run(args: &Session) -> Result<()> {
+    let ctx = crate::session::context(&args.engine).await?;
     for t in &args.tables {
         let (name, url) = t
             .split_once('=')

@@ -57,7 +57,7 @@ impl Default for Columns {
 }
 
 /// What to do with rows that repeat a (source, id).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum DuplicateIds {
     /// Refuse the input (exit code 2), naming the ids.
     #[default]
@@ -66,7 +66,6 @@ pub enum DuplicateIds {
     /// Keep one row per id (the smallest text, then title), drop the others
     /// and count them in the summary.
     #[serde(rename = "keep-first")]
-    #[value(name = "keep-first")]
     KeepFirst,
 }
 
@@ -152,7 +151,7 @@ pub struct JoinOptions {
 }
 
 /// Where candidate pairs come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Candidates {
     /// Fingerprints within Hamming distance k (the banded self-join).
     #[serde(rename = "simhash")]
@@ -163,7 +162,6 @@ pub enum Candidates {
     /// Both: fingerprints within k, and term sets sharing a MinHash band.
     #[default]
     #[serde(rename = "simhash+minhash")]
-    #[value(name = "simhash+minhash")]
     Both,
 }
 

@@ -15,7 +15,7 @@ pub struct RunOptions {
 }
 
 /// Progress and error lines on standard error: for people, or one JSON object per line.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum LogFormat {
     #[default]
     Plain,
