@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
-use crate::job::{Candidates, Columns, DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
+use crate::job::{defaults, Candidates, Columns, DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
 use crate::minhash::MinHashPlan;
 use crate::sets::Verify;
 use crate::session::EngineOptions;
@@ -211,7 +211,7 @@ pub struct RunControlArgs {
     #[arg(long)]
     pub dry_run: bool,
     /// Progress and errors on standard error as plain lines or JSON lines.
-    #[arg(long, value_enum, default_value = "plain", value_name = "FORMAT", env = "NEARDUP_LOG_FORMAT")]
+    #[arg(long, value_enum, default_value_t = LogFormat::default(), value_name = "FORMAT", env = "NEARDUP_LOG_FORMAT")]
     pub log_format: LogFormat,
 }
 
@@ -236,23 +236,23 @@ pub struct StoreArgs {
 #[derive(Debug, Args)]
 pub struct JoinArgs {
     /// Largest Hamming distance (of 64 bits) that makes two documents near duplicates.
-    #[arg(short = 'k', long, default_value_t = 3, value_name = "K", help_heading = "Join")]
+    #[arg(short = 'k', long, default_value_t = defaults::MAX_HAMMING, value_name = "K", help_heading = "Join")]
     pub max_hamming: u32,
     /// Blocks the 64 bits are cut into for the banded join (more than K) [default: chosen from the corpus size].
     #[arg(long, value_name = "M", help_heading = "Join")]
     pub band_blocks: Option<u32>,
     /// Where candidate pairs come from: fingerprints within K (the SimHash banded join),
     /// term sets sharing a MinHash LSH band, or both.
-    #[arg(long, value_enum, default_value = "simhash+minhash", help_heading = "Join")]
+    #[arg(long, value_enum, default_value_t = Candidates::default(), help_heading = "Join")]
     pub candidates: Candidates,
     /// MinHash bands × rows, when candidates include MinHash.
-    #[arg(long, default_value = "32x4", value_name = "BxR", value_parser = parse_minhash, help_heading = "Join")]
+    #[arg(long, default_value_t = MinHashPlan::default(), value_name = "BxR", value_parser = parse_minhash, help_heading = "Join")]
     pub minhash: MinHashPlan,
     /// Check candidates on their term sets: jaccard:T, overlap:T (overlap coefficient), or none (SimHash candidates only).
-    #[arg(long, default_value = "jaccard:0.5", value_name = "CHECK", value_parser = parse_verify, help_heading = "Join")]
+    #[arg(long, default_value_t = defaults::VERIFY, value_name = "CHECK", value_parser = parse_verify, help_heading = "Join")]
     pub verify: Verify,
     /// Representative of each cluster: smallest-id, longest, earliest:COLUMN or latest:COLUMN.
-    #[arg(long, default_value = "smallest-id", value_name = "RULE", help_heading = "Join")]
+    #[arg(long, default_value = defaults::KEEP, value_name = "RULE", help_heading = "Join")]
     pub keep: String,
 }
 
@@ -276,14 +276,6 @@ impl JoinArgs {
     }
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum IdfArg {
-    /// ln(N / df + 0.01)
-    Standard,
-    /// ln(N / (df + 1)), clamped at 0
-    DfPlusOne,
-}
-
 #[derive(Debug, Args)]
 pub struct FingerprintArgs {
     /// Input Parquet dataset: a file, folder or glob, optionally named (NAME=URL); repeat for more.
@@ -293,27 +285,27 @@ pub struct FingerprintArgs {
     #[command(flatten)]
     pub output: OutputArgs,
     /// Column holding the document id (unique within an input).
-    #[arg(long, default_value = "id", value_name = "COLUMN", help_heading = "Columns")]
+    #[arg(long, default_value = defaults::ID_COLUMN, value_name = "COLUMN", help_heading = "Columns")]
     pub id_col: String,
     /// Column holding the document text.
-    #[arg(long, default_value = "text", value_name = "COLUMN", help_heading = "Columns")]
+    #[arg(long, default_value = defaults::TEXT_COLUMN, value_name = "COLUMN", help_heading = "Columns")]
     pub text_col: String,
     /// Column holding the title (its terms weigh more) [default: `title` if present; '' for none].
     #[arg(long, value_name = "COLUMN", help_heading = "Columns")]
     pub title_col: Option<String>,
     /// Rows repeating an id within an input: refuse the input, or keep one (the smallest text) and count the rest.
-    #[arg(long, value_enum, default_value = "error", value_name = "WHAT", help_heading = "Columns")]
+    #[arg(long, value_enum, default_value_t = DuplicateIds::default(), value_name = "WHAT", help_heading = "Columns")]
     pub duplicate_ids: DuplicateIds,
     /// Tokenizer: precise (jieba exact mode), full, search, or char-N (character N-grams).
-    #[arg(long, default_value = "precise", value_name = "MODE", help_heading = "Fingerprints")]
+    #[arg(long, default_value = defaults::TOKENIZER, value_name = "MODE", help_heading = "Fingerprints")]
     pub tokenizer: String,
     /// Term weighting: none, tf, tfidf, improved (tf·idf·(1 + POS + length + signal + title)),
     /// or improved:F+F… with only the factors named (pos, length, signal, title).
-    #[arg(long, default_value = "improved", value_name = "WEIGHTING", value_parser = parse_weighting, help_heading = "Fingerprints")]
+    #[arg(long, default_value_t = Weighting::default(), value_name = "WEIGHTING", value_parser = parse_weighting, help_heading = "Fingerprints")]
     pub weighting: Weighting,
     /// IDF formula.
-    #[arg(long, value_enum, default_value = "standard", help_heading = "Fingerprints")]
-    pub idf: IdfArg,
+    #[arg(long, value_enum, default_value_t = IdfFormula::default(), help_heading = "Fingerprints")]
+    pub idf: IdfFormula,
     /// jieba user dictionary (lines of `word [freq] [tag]`).
     #[arg(long, value_name = "FILE", help_heading = "Fingerprints")]
     pub user_dict: Option<String>,
@@ -372,10 +364,7 @@ impl FingerprintArgs {
             fingerprint: FingerprintOptions {
                 tokenizer: self.tokenizer.clone(),
                 weighting: self.weighting,
-                idf: match self.idf {
-                    IdfArg::Standard => IdfFormula::Standard,
-                    IdfArg::DfPlusOne => IdfFormula::DfPlusOne,
-                },
+                idf: self.idf,
                 user_dict: self.user_dict.clone(),
                 stopwords: self.stopwords.clone(),
                 signal_words: self.signal_words.clone(),
@@ -385,7 +374,7 @@ impl FingerprintArgs {
                 boilerplate_lines: self.boilerplate_lines,
             },
             join: JoinOptions::default(),
-            keep: JobSpec::DEFAULT_KEEP.into(),
+            keep: defaults::KEEP.into(),
             survivors: false,
             engine: self.engine.options(),
             store: None,
@@ -489,7 +478,7 @@ pub struct SqlArgs {
     #[arg(short, long = "table", value_name = "NAME=URL")]
     pub tables: Vec<String>,
     /// Output format of query results.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     #[command(flatten)]
     pub engine: EngineArgs,
@@ -541,6 +530,11 @@ value_enum!(Candidates {
 });
 
 value_enum!(LogFormat { Plain => "plain", Json => "json" });
+
+value_enum!(IdfFormula {
+    Standard => "standard": "ln(N / df + 0.01)",
+    DfPlusOne => "df-plus-one": "ln(N / (df + 1)), clamped at 0",
+});
 
 value_enum!(Format {
     Table => "table": "Aligned table for people",

@@ -1,4 +1,4 @@
-//! Connected components over near-duplicate edges (spec §6).
+//! Connected components over near-duplicate edges (docs/algorithm.md §6).
 //!
 //! The join reports edges between *distinct* fingerprints; documents with the
 //! same fingerprint are already one group. Components are therefore computed

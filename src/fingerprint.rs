@@ -1,4 +1,4 @@
-//! 64-bit SimHash (spec §4): stable feature hashes, the weighted bit vote,
+//! 64-bit SimHash (docs/algorithm.md §4): stable feature hashes, the weighted bit vote,
 //! Hamming distance and similarity.
 //!
 //! Votes are summed in fixed point (weights scaled by 2^24 and rounded to

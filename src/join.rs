@@ -1,4 +1,4 @@
-//! The banded self-join of spec §5, as plain arithmetic over `u64`.
+//! The banded self-join of docs/algorithm.md §5, as plain arithmetic over `u64`.
 //!
 //! The 64 bits are split into `m` contiguous blocks. Two fingerprints within
 //! Hamming distance `k` differ in at most `k` blocks, so they agree exactly on

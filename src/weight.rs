@@ -1,4 +1,4 @@
-//! Term weights (spec §3): the IDF formulas and the weighting schemes.
+//! Term weights (docs/algorithm.md §3): the IDF formulas and the weighting schemes.
 //!
 //! The per-document parts of the improved weight (tf and the POS, length,
 //! signal-word and title factors) come from [`crate::text::DocStats`]; the

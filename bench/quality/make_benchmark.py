@@ -10,7 +10,7 @@ benchmark, a document table and its ground truth:
     OUT/<slice>/truth.parquet       source_a, id_a, source_b, id_b, edit
 
 Each slice holds sampled originals plus copies made by the edits a crawler
-meets (ALGORITHM.md section 8): site boilerplate around the text, navigation
+meets (docs/algorithm.md §8): site boilerplate around the text, navigation
 and footer lines, width and punctuation changes, whitespace, a sentence
 deleted, inserted or moved, a passage deleted, numbers and dates edited,
 truncation, reposts with a comment prepended, an edited headline (site

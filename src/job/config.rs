@@ -18,21 +18,36 @@ use crate::storage::InputSpec;
 use crate::text::{Analyzer, AnalyzerOptions, Mode};
 use crate::weight::{IdfFormula, Weighting};
 
+/// The defaults of a job's settings, each defined once: the command line
+/// (src/cli.rs) and the job file (serde, here) both use these. Settings
+/// whose type has a `Default` (the weighting, IDF formula, candidates,
+/// MinHash plan) take it from there.
+pub mod defaults {
+    use crate::sets::Verify;
+
+    pub const ID_COLUMN: &str = "id";
+    pub const TEXT_COLUMN: &str = "text";
+    pub const TOKENIZER: &str = "precise";
+    pub const MAX_HAMMING: u32 = 3;
+    /// The check of candidate pairs (chosen in docs/quality.md).
+    pub const VERIFY: Verify = Verify::Jaccard(0.5);
+    pub const KEEP: &str = "smallest-id";
+}
+
 fn default_id() -> String {
-    "id".into()
+    defaults::ID_COLUMN.into()
 }
 fn default_text() -> String {
-    "text".into()
+    defaults::TEXT_COLUMN.into()
 }
-/// The default check of candidate pairs (chosen in docs/quality.md).
-pub fn default_verify() -> Verify {
-    Verify::Jaccard(0.5)
+fn default_verify() -> Verify {
+    defaults::VERIFY
 }
 fn default_tokenizer() -> String {
-    "precise".into()
+    defaults::TOKENIZER.into()
 }
 fn default_max_hamming() -> u32 {
-    3
+    defaults::MAX_HAMMING
 }
 
 /// Which input columns hold what.
@@ -267,7 +282,7 @@ impl std::fmt::Display for KeepRule {
 }
 
 fn default_keep() -> String {
-    JobSpec::DEFAULT_KEEP.into()
+    defaults::KEEP.into()
 }
 
 /// A whole `dedup` run.
@@ -328,9 +343,6 @@ pub fn check_run_id(id: &str) -> Result<()> {
 }
 
 impl JobSpec {
-    /// The keep rule when none is given.
-    pub const DEFAULT_KEEP: &'static str = "smallest-id";
-
     /// Read a job file. Relative paths in it are relative to the file's folder.
     pub fn from_file(path: &Path) -> Result<JobSpec> {
         let text = std::fs::read_to_string(path)

@@ -3,16 +3,22 @@
 
 mod candidates;
 mod config;
+mod inputs;
 mod nightly;
+mod pairs;
+mod plan;
 mod progress;
 mod query;
 mod runner;
 pub mod sql;
 pub mod store;
+mod store_run;
 mod summary;
 mod tables;
+mod touched;
 
-pub use config::{check_run_id, Candidates, DuplicateIds, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
+pub use config::{check_run_id, defaults, Candidates, DuplicateIds, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
 pub use progress::{LogFormat, RunOptions};
-pub use runner::{run_dedup, run_fingerprint, run_pairs, PairsSpec};
+pub use pairs::{run_pairs, PairsSpec};
+pub use runner::{run_dedup, run_fingerprint};
 pub use summary::{FingerprintSettings, RunCommand, StoreReads, StoreSummary, Summary};

@@ -12,34 +12,26 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Field, UInt64Type};
 use datafusion::prelude::SessionContext;
 
-use super::config::{DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, KeepRule};
+use super::config::{FingerprintOptions, JobSpec, JoinOptions, KeepRule};
 use super::candidates::{eligible_without, near_pairs};
-use super::nightly::{self, StoreRun};
+use super::inputs::{check_ids, name_bad_file, register_documents};
+use super::plan::dry_run;
+use super::nightly;
+use super::store_run::StoreRun;
 use super::progress::{Progress, RunOptions};
-use super::query::{collect, collect_with, column_u64, scalar_u64, strings};
+use super::query::{collect, collect_with, column_u64, scalar_u64};
 use super::tables::{seal, FileMetadata, METADATA_KEY};
 use super::sql::{self, render};
-use super::summary::{FingerprintSettings, IdfSummary, InputSummary, Plan, PlanInput, RunCommand, Summary};
+use super::summary::{FingerprintSettings, IdfSummary, InputSummary, RunCommand, Summary};
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
-use crate::session::{context, EngineOptions};
+use crate::session::context;
 use crate::sets::Verify;
 use crate::storage::lease::Lease;
 use crate::storage::{copy_file, ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
-
-/// A `pairs` run: the join and clustering over an existing fingerprint table.
-#[derive(Debug, Clone)]
-pub struct PairsSpec {
-    pub fingerprints: InputSpec,
-    pub output: String,
-    pub overwrite: bool,
-    pub join: JoinOptions,
-    pub keep: String,
-    pub engine: EngineOptions,
-}
 
 /// Settings for the segmentation statement. Segmentation costs far more per
 /// row than reading, so it must be spread over every core even when an
@@ -49,205 +41,8 @@ pub struct PairsSpec {
 const SEGMENTATION_SETTINGS: &[(&str, &str)] =
     &[("datafusion.optimizer.repartition_file_scans", "false"), ("datafusion.execution.batch_size", "256")];
 
-fn is_text(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
-}
-
-/// The field `column` of an input, or an error naming the input and its columns.
-fn field<'a>(schema: &'a Schema, column: &str, input: &InputSpec, role: &str, flag: &str) -> Result<&'a Field> {
-    schema.field_with_name(column).map_err(|_| {
-        let columns: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-        Error::input(format!(
-            "input '{}' ({}) has no column '{column}' for the {role}; its columns are: {}. Name the right one with {flag}",
-            input.name,
-            input.url,
-            columns.join(", ")
-        ))
-    })
-}
-
-fn check_text(f: &Field, input: &InputSpec, role: &str) -> Result<()> {
-    if is_text(f.data_type()) {
-        Ok(())
-    } else {
-        Err(Error::input(format!(
-            "column '{}' of input '{}' ({}) holds {}, but the {role} must be text (string)",
-            f.name(),
-            input.name,
-            input.url,
-            f.data_type()
-        )))
-    }
-}
-
-fn check_id(f: &Field, input: &InputSpec) -> Result<()> {
-    let t = f.data_type();
-    if is_text(t) || t.is_integer() || matches!(t, DataType::Date32 | DataType::Date64 | DataType::Decimal128(..)) {
-        Ok(())
-    } else {
-        Err(Error::input(format!(
-            "id column '{}' of input '{}' ({}) holds {t}: ids must be text or integers",
-            f.name(),
-            input.name,
-            input.url
-        )))
-    }
-}
-
-/// Register every input and build the view `view` (the documents) over them.
-async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, view: &str) -> Result<Vec<SchemaRef>> {
-    let mut schemas = Vec::new();
-    for (i, input) in spec.inputs.iter().enumerate() {
-        let table = format!("input_{i}");
-        let schema = register_parquet(ctx, &table, &input.url).await.map_err(|e| e.context(format!("input '{}'", input.name)))?;
-        schemas.push(schema);
-    }
-    // The keep rule's column may be missing from some inputs (their
-    // documents rank last), but not from all.
-    let keep_type = match keep.column() {
-        Some(c) => {
-            let found = schemas.iter().find_map(|s| s.field_with_name(c).ok().map(|f| f.data_type().clone()));
-            Some(found.ok_or_else(|| {
-                Error::input(format!("no input has the column '{c}' that the keep rule '{keep}' orders by: check --keep"))
-            })?)
-        }
-        None => None,
-    };
-    let mut selects = Vec::new();
-    for (i, (input, schema)) in spec.inputs.iter().zip(&schemas).enumerate() {
-        let table = format!("input_{i}");
-        check_id(field(&schema, &spec.columns.id, input, "document id", "--id-col")?, input)?;
-        check_text(field(&schema, &spec.columns.text, input, "document text", "--text-col")?, input, "document text")?;
-        let title = match &spec.columns.title {
-            Some(t) if t.is_empty() => "CAST(NULL AS VARCHAR)".into(),
-            Some(t) => {
-                check_text(field(&schema, t, input, "title", "--title-col")?, input, "title")?;
-                ident(t)
-            }
-            None => match schema.field_with_name("title") {
-                Ok(f) if is_text(f.data_type()) => ident("title"),
-                _ => "CAST(NULL AS VARCHAR)".into(),
-            },
-        };
-        let keep_key = match (keep.column(), &keep_type) {
-            (Some(c), Some(t)) if schema.field_with_name(c).is_ok() => format!(",\n       arrow_cast({}, '{t}') AS keep_key", ident(c)),
-            (Some(_), Some(t)) => format!(",\n       arrow_cast(NULL, '{t}') AS keep_key"),
-            _ => String::new(),
-        };
-        selects.push(render(
-            sql::DOCUMENTS,
-            &[
-                ("source", &literal(&input.name)),
-                ("id", &ident(&spec.columns.id)),
-                ("text", &ident(&spec.columns.text)),
-                ("title", &title),
-                ("keep_key", &keep_key),
-                ("table", &ident(&table)),
-            ],
-        ));
-    }
-    collect(ctx, &format!("CREATE VIEW {view}_rows AS\n{}", selects.join("\nUNION ALL\n"))).await?;
-    let rows = format!("{view}_rows");
-    let statement = match spec.columns.duplicate_ids {
-        DuplicateIds::Error => format!("CREATE VIEW {view} AS SELECT * FROM {rows}"),
-        // One row per id, the same whatever the order rows are read in.
-        DuplicateIds::KeepFirst => format!(
-            "CREATE VIEW {view} AS SELECT * EXCLUDE (duplicate_rank) FROM (\
-             SELECT *, row_number() OVER (PARTITION BY source, id ORDER BY text, title) AS duplicate_rank FROM {rows}) \
-             WHERE duplicate_rank = 1"
-        ),
-    };
-    collect(ctx, &statement).await?;
-    Ok(schemas)
-}
-
-/// Every document needs an id, unique within its input: a duplicate or
-/// missing id is bad input (named, with the input), never silently merged.
-/// Returns the rows dropped as repeated ids (with `--duplicate-ids keep-first`).
-async fn check_ids(ctx: &SessionContext, view: &str, duplicates: DuplicateIds) -> Result<u64> {
-    let repeated = match duplicates {
-        DuplicateIds::Error => "count(*) > 1 OR id IS NULL",
-        DuplicateIds::KeepFirst => "id IS NULL",
-    };
-    let batches = collect(
-        ctx,
-        &format!(
-            "SELECT source, id, count(*) AS n FROM {view}_rows GROUP BY source, id HAVING {repeated} \
-             ORDER BY n DESC, source, id LIMIT 5"
-        ),
-    )
-    .await?;
-    let mut found = Vec::new();
-    for b in &batches {
-        let (sources, counts) = (strings(b, 0)?, column_u64(b, 2)?);
-        let ids = b.column(1);
-        for r in 0..b.num_rows() {
-            found.push(match ids.is_null(r) {
-                true => format!("input '{}': {} document(s) without an id", sources[r], counts.value(r)),
-                false => format!("input '{}': id '{}' on {} documents", sources[r], strings(b, 1)?[r], counts.value(r)),
-            });
-        }
-    }
-    if !found.is_empty() {
-        return Err(Error::input(format!(
-            "document ids must be present and unique within an input: {}. Remove the duplicates, keep one \
-             row per id with --duplicate-ids keep-first, or give the right id column with --id-col",
-            found.join("; ")
-        )));
-    }
-    match duplicates {
-        DuplicateIds::Error => Ok(0),
-        DuplicateIds::KeepFirst => {
-            scalar_u64(
-                ctx,
-                &format!(
-                    "SELECT COALESCE(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM {view}_rows GROUP BY source, id HAVING count(*) > 1)"
-                ),
-            )
-            .await
-        }
-    }
-}
-
-/// After a failed read: find the input file that cannot be decoded (damaged
-/// pages, text that is not UTF-8) and name it, reading each file alone.
-/// Returns `error` unchanged when every file reads.
-async fn name_bad_file(ctx: &SessionContext, spec: &JobSpec, error: Error) -> Error {
-    if error.kind() != crate::error::Kind::Unreadable {
-        return error;
-    }
-    for input in &spec.inputs {
-        let Ok((table_url, files)) = crate::storage::list_parquet_files(ctx, &input.url).await else { continue };
-        for f in files {
-            let url = format!("{}{}", table_url.object_store().as_str(), f.location);
-            let probe = async {
-                let schema = register_parquet(ctx, "probe_file", &url).await?;
-                // Functions of every value: a bare count could be answered from statistics.
-                let mut columns = vec![format!("sum(length(CAST({} AS VARCHAR)))", ident(&spec.columns.id))];
-                for c in [Some(&spec.columns.text), spec.columns.title.as_ref()].into_iter().flatten() {
-                    if schema.field_with_name(c).is_ok() && !c.is_empty() {
-                        columns.push(format!("sum(length({}))", ident(c)));
-                    }
-                }
-                collect(ctx, &format!("SELECT {} FROM probe_file", columns.join(", "))).await
-            }
-            .await;
-            let _ = ctx.deregister_table("probe_file");
-            if let Err(e) = probe {
-                return Error::input(format!(
-                    "input '{}': file '{}' cannot be read: {e}. The file is damaged or its text is not valid \
-                     UTF-8: repair it or remove it from the input",
-                    input.name,
-                    crate::storage::display_location(&url)
-                ));
-            }
-        }
-    }
-    error
-}
-
 /// Commit the output with the summary, or remove what was staged.
-async fn finish(out: OutputDir, result: Result<Summary>, progress: Progress) -> Result<Summary> {
+pub(super) async fn finish(out: OutputDir, result: Result<Summary>, progress: Progress) -> Result<Summary> {
     let mut summary = match result {
         Ok(summary) => summary,
         Err(e) => {
@@ -278,6 +73,8 @@ pub async fn run_fingerprint(spec: &JobSpec, options: &RunOptions) -> Result<Sum
 
 async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) -> Result<Summary> {
     let keep = spec.validate()?;
+    // Once per run: it hashes the word-list files.
+    let settings = FingerprintSettings::of(&spec.fingerprint);
     let ctx = context(&spec.engine).await?;
     let mut progress = Progress::new(options);
     let Some(store_options) = &spec.store else {
@@ -288,10 +85,10 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
         };
         progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
         if options.dry_run {
-            return dry_run(&ctx, spec, with_join, None, spec.overwrite).await;
+            return dry_run(&ctx, spec, &settings, with_join, None, spec.overwrite).await;
         }
         let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
-        let result = dedup_stages(&ctx, spec, &keep, &out, &mut progress, with_join, None).await;
+        let result = dedup_stages(&ctx, spec, &settings, &keep, &out, &mut progress, with_join, None).await;
         let result = match result {
             Err(e) => Err(name_bad_file(&ctx, spec, e).await),
             Ok(summary) => Ok(Summary { duplicate_ids_dropped: dropped, ..summary }),
@@ -311,7 +108,7 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
             Some(Lease::acquire(&ctx, &store_options.url, &holder).await?)
         }
     };
-    let result = store_night(&ctx, spec, options, store_options, &keep, progress, lease.as_ref()).await;
+    let result = store_night(&ctx, spec, &settings, options, store_options, &keep, progress, lease.as_ref()).await;
     if let Some(lease) = lease {
         lease.release().await;
     }
@@ -322,16 +119,16 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
 async fn store_night(
     ctx: &SessionContext,
     spec: &JobSpec,
+    settings: &FingerprintSettings,
     options: &RunOptions,
     store_options: &crate::job::StoreOptions,
     keep: &KeepRule,
     mut progress: Progress,
     lease: Option<&Lease>,
 ) -> Result<Summary> {
-    let settings = FingerprintSettings::of(&spec.fingerprint);
     let minhash = spec.join.candidates.minhash().then_some(spec.join.minhash);
     let mut store =
-        StoreRun::open(&ctx, store_options, &settings, &keep, minhash, spec.fingerprint.idf_model.as_deref()).await?;
+        StoreRun::open(&ctx, store_options, settings, &keep, minhash, spec.fingerprint.idf_model.as_deref()).await?;
     register_documents(&ctx, spec, &keep, "documents_input").await?;
     let dropped = match check_ids(&ctx, "documents_input", spec.columns.duplicate_ids).await {
         Ok(n) => n,
@@ -356,7 +153,7 @@ async fn store_night(
     }
     let overwrite = spec.overwrite || nightly::is_report_of(&ctx, &spec.output, &store.run_id).await;
     if options.dry_run {
-        let mut summary = dry_run(&ctx, &run_spec, true, Some(&store), overwrite).await?;
+        let mut summary = dry_run(&ctx, &run_spec, settings, true, Some(&store), overwrite).await?;
         summary.store = Some(crate::job::StoreSummary {
             url: store.url().to_string(),
             run_id: store.run_id.clone(),
@@ -370,7 +167,10 @@ async fn store_night(
     }
     let out = OutputDir::prepare(&ctx, &spec.output, overwrite).await?;
     let result = match nightly::documents_not_stored(&ctx, &out, &already).await {
-        Ok(()) => dedup_stages(&ctx, &run_spec, &keep, &out, &mut progress, true, Some((&mut store, already_stored, reads, lease))).await,
+        Ok(()) => {
+            let store = Some((&mut store, already_stored, reads, lease));
+            dedup_stages(&ctx, &run_spec, settings, &keep, &out, &mut progress, true, store).await
+        }
         Err(e) => Err(e),
     };
     let result = match result {
@@ -383,24 +183,24 @@ async fn store_night(
 async fn dedup_stages(
     ctx: &SessionContext,
     spec: &JobSpec,
+    settings: &FingerprintSettings,
     keep: &KeepRule,
     out: &OutputDir,
     progress: &mut Progress,
     with_join: bool,
     store: Option<(&mut StoreRun, u64, crate::job::summary::StoreReads, Option<&Lease>)>,
 ) -> Result<Summary> {
-    let settings = FingerprintSettings::of(&spec.fingerprint);
     let keep_key = if keep.column().is_some() { ", keep_key" } else { "" };
     let (boilerplate, boilerplate_lines) = boilerplate_stage(ctx, &spec.fingerprint, progress).await?;
     let corpus_n = segment_stage(ctx, &spec.fingerprint, keep_key, &boilerplate, out, progress).await?;
-    let idf = corpus_df_stage(ctx, &spec.fingerprint, &settings, corpus_n, out, progress).await?;
-    let meta = fingerprint_stage(ctx, spec, &settings, keep_key, &idf, corpus_n, out, progress).await?;
+    let idf = corpus_df_stage(ctx, &spec.fingerprint, settings, corpus_n, out, progress).await?;
+    let meta = fingerprint_stage(ctx, spec, settings, keep_key, &idf, corpus_n, out, progress).await?;
 
     let mut summary = if let Some((store, already_stored, reads, lease)) = store {
         let night = nightly::Night {
             spec,
             keep,
-            settings: &settings,
+            settings,
             model: idf.model.as_ref().map(|m| m.location.as_str()),
             idf_n_docs: idf.summary.as_ref().map_or(0, |i| i.n_docs),
             already_stored,
@@ -420,7 +220,7 @@ async fn dedup_stages(
 
     summary.command = if with_join { RunCommand::Dedup } else { RunCommand::Fingerprint };
     summary.output = out.url().to_string();
-    summary.settings = Some(settings);
+    summary.settings = Some(settings.clone());
     summary.idf = idf.summary;
     summary.boilerplate_lines = boilerplate_lines;
     summary.inputs = input_counts(ctx, &spec.inputs).await?;
@@ -686,7 +486,7 @@ fn unconfirmed_copies(batches: &[RecordBatch], verify: Verify) -> Result<Vec<(St
     Ok(rejected)
 }
 
-async fn join_stages(
+pub(super) async fn join_stages(
     ctx: &SessionContext,
     join: &JoinOptions,
     keep: &KeepRule,
@@ -714,7 +514,7 @@ async fn join_stages(
             let rejected = unconfirmed_copies(&batches, verify)?;
             eligible_without(ctx, out, &rejected).await?;
             let sets_path = out.staged("_work/term_sets.parquet");
-            super::nightly::no_stored_term_sets(ctx).await?;
+            super::touched::no_stored_term_sets(ctx).await?;
             collect(ctx, &render(sql::TERM_SETS, &[("tonight", "eligible"), ("path", &literal(&sets_path))])).await?;
             register_parquet(ctx, "term_sets", &sets_path).await?;
             rejected.len() as u64
@@ -764,176 +564,12 @@ async fn join_stages(
     })
 }
 
-/// A dry run: the inputs are registered and checked (columns, types,
-/// Parquet files), the output is checked to be writable; nothing is written.
-async fn dry_run(ctx: &SessionContext, spec: &JobSpec, with_join: bool, store: Option<&StoreRun>, overwrite: bool) -> Result<Summary> {
-    let mut inputs = Vec::new();
-    for (i, input) in spec.inputs.iter().enumerate() {
-        let (_, files) = crate::storage::list_parquet_files(ctx, &input.url).await?;
-        let rows = scalar_u64(ctx, &format!("SELECT count(*) FROM {}", ident(&format!("input_{i}")))).await?;
-        inputs.push(PlanInput {
-            name: input.name.clone(),
-            url: input.url.clone(),
-            files: files.len() as u64,
-            bytes: files.iter().map(|f| f.size).sum(),
-            rows,
-        });
-    }
-    let output_action = OutputDir::check(ctx, &spec.output, overwrite).await?.to_string();
-    let fp = &spec.fingerprint;
-    let idf = match (&fp.idf_model, fp.weighting.needs_idf(), store) {
-        (_, false, _) => "none (weighting without IDF)".to_string(),
-        (Some(model), true, Some(s)) if s.manifest.is_some() => format!("the store's frozen model {model}"),
-        (Some(model), true, _) => format!("saved model {model}"),
-        (None, true, Some(_)) => "this run's documents (frozen into the new store)".to_string(),
-        (None, true, None) => "this run's documents (corpus document frequencies)".to_string(),
-    };
-    let mut stages: Vec<&str> = vec!["segment (20_terms.sql)"];
-    if fp.weighting.needs_idf() && fp.idf_model.is_none() {
-        stages.push("corpus_df (31_corpus_df.sql)");
-    }
-    stages.push("fingerprints (40_fingerprints.sql)");
-    if store.is_some() {
-        stages.extend([
-            "term sets (57_term_sets.sql)",
-            "candidates of tonight's fingerprints (50_near_pairs.sql, 51_minhash_buckets.sql, 52_minhash_candidates.sql)",
-            "verify (55_verified_pairs.sql)",
-            "representatives, the run's partition (94_store_run.sql)",
-            "report (95_store_clusters.sql, 70_pairs.sql)",
-        ]);
-    } else if with_join {
-        stages.extend(["candidates (50_near_pairs.sql, 51_minhash_buckets.sql, 52_minhash_candidates.sql)", "verify (55_verified_pairs.sql)", "clusters (60_clusters.sql)", "pairs (70_pairs.sql)"]);
-    }
-    Ok(Summary {
-        neardup_version: env!("CARGO_PKG_VERSION").into(),
-        command: if with_join { RunCommand::Dedup } else { RunCommand::Fingerprint },
-        output: spec.output.clone(),
-        settings: Some(FingerprintSettings::of(fp)),
-        keep: spec.keep.clone(),
-        plan: Some(Plan { inputs, output: spec.output.clone(), output_action, idf, stages: stages.into_iter().map(String::from).collect() }),
-        ..Summary::default()
-    })
-}
 
 /// The SQL of a `minhash` column: the band keys of the term set in column
 /// `set` with `plan`, or NULL without MinHash candidates.
-fn minhash_expression(plan: Option<MinHashPlan>, set: &str) -> String {
+pub(super) fn minhash_expression(plan: Option<MinHashPlan>, set: &str) -> String {
     match plan {
         Some(p) => format!("minhash_keys({set}, {}, {})", p.bands, p.rows),
         None => "CAST(NULL AS BIGINT UNSIGNED[])".to_string(),
     }
-}
-
-/// Run `neardup pairs`: the join and clustering over existing fingerprints.
-pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary> {
-    let keep = KeepRule::parse(&spec.keep)?;
-    spec.join.validate()?;
-    crate::storage::check_input_names(std::slice::from_ref(&spec.fingerprints))?;
-    let ctx = context(&spec.engine).await?;
-    let mut progress = Progress::new(options);
-    let input = &spec.fingerprints;
-    let settings = check_fingerprint_settings(&ctx, &input.url).await?;
-    let schema = register_parquet(&ctx, "fingerprints_input", &input.url).await?;
-    let simhash = field(&schema, "simhash", input, "fingerprint", "a column named simhash")?;
-    if !simhash.data_type().is_integer() {
-        return Err(Error::input(format!(
-            "column 'simhash' of '{}' holds {}, but fingerprints must be 64-bit unsigned integers",
-            input.url,
-            simhash.data_type()
-        )));
-    }
-    check_id(field(&schema, "id", input, "document id", "a column named id")?, input)?;
-    let source = match schema.field_with_name("source") {
-        Ok(_) => format!("COALESCE(CAST(source AS VARCHAR), {})", literal(&input.name)),
-        Err(_) => literal(&input.name),
-    };
-    let extra = match &keep {
-        KeepRule::SmallestId => String::new(),
-        KeepRule::Longest => {
-            field(&schema, "n_chars", input, "keep rule 'longest'", "--keep smallest-id")?;
-            ", n_chars".into()
-        }
-        KeepRule::Earliest(c) | KeepRule::Latest(c) => {
-            field(&schema, c, input, "keep rule", "--keep")?;
-            format!(", {} AS keep_key", ident(c))
-        }
-    };
-    // MinHash band keys: the file's own when made with this plan, else
-    // computed here, once per document.
-    let plan = spec.join.candidates.minhash().then_some(spec.join.minhash);
-    let stored_plan = parquet_key_values(&ctx, &input.url)
-        .await?
-        .iter()
-        .filter_map(|(_, kv)| serde_json::from_str::<FileMetadata>(kv.get(METADATA_KEY)?).ok())
-        .map(|m| m.minhash)
-        .reduce(|a, b| if a == b { a } else { None })
-        .flatten();
-    let minhash = if plan.is_some() && plan == stored_plan && schema.field_with_name("minhash").is_ok() {
-        "minhash".to_string()
-    } else {
-        minhash_expression(plan, "term_set")
-    };
-    let term_set = match schema.field_with_name("term_set") {
-        Ok(_) => format!(", term_set, {minhash} AS minhash"),
-        Err(_) if spec.join.verify != Verify::None => {
-            return Err(Error::input(format!(
-                "'{}' has no term_set column, which --verify and --candidates minhash compare: \
-                 recompute the fingerprints with this version of neardup dedup",
-                input.url
-            )))
-        }
-        Err(_) => String::new(),
-    };
-    collect(
-        &ctx,
-        &format!(
-            "CREATE VIEW fingerprints AS SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
-             CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{extra} FROM fingerprints_input"
-        ),
-    )
-    .await?;
-    progress.done("inputs", format!("fingerprints from '{}'", input.url));
-    let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
-    let result = async {
-        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None });
-        let mut summary = join_stages(&ctx, &spec.join, &keep, &out, meta.as_ref(), &mut progress).await?;
-        summary.command = RunCommand::Pairs;
-        summary.output = out.url().to_string();
-        summary.settings = settings;
-        // The table's documents, whatever sources they carry.
-        let batches = collect(&ctx, "SELECT count(*), count(*) - count(simhash) FROM fingerprints").await?;
-        let (documents, documents_without_terms) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
-        summary.inputs =
-            vec![InputSummary { name: input.name.clone(), url: input.url.clone(), documents, documents_without_terms }];
-        summary.documents = documents;
-        summary.documents_without_terms = documents_without_terms;
-        Ok(summary)
-    }
-    .await;
-    finish(out, result, progress).await
-}
-
-/// The settings all files of a fingerprint table were made with; an error
-/// if they differ. `None` for tables without neardup metadata.
-async fn check_fingerprint_settings(ctx: &SessionContext, url: &str) -> Result<Option<FingerprintSettings>> {
-    let mut found: Option<(String, FingerprintSettings)> = None;
-    for (file, kv) in parquet_key_values(ctx, url).await? {
-        let Some(meta) = kv.get(METADATA_KEY) else { continue };
-        let meta: FileMetadata = serde_json::from_str(meta)
-            .map_err(|e| Error::input(format!("'{file}' has unreadable neardup metadata: {e}")))?;
-        match &found {
-            None => found = Some((file, meta.settings)),
-            Some((first, seen)) if *seen != meta.settings => {
-                let json = |s: &FingerprintSettings| serde_json::to_string(s).expect("settings serialise");
-                return Err(Error::input(format!(
-                    "fingerprints in '{first}' and '{file}' were made with different settings ({} vs {}): \
-                     they cannot be compared; recompute one of them with the other's settings",
-                    json(seen),
-                    json(&meta.settings)
-                )));
-            }
-            _ => {}
-        }
-    }
-    Ok(found.map(|(_, settings)| settings))
 }

@@ -9,8 +9,9 @@ use crate::fingerprint::HASH_NAME;
 use crate::job::config::FingerprintOptions;
 use crate::join::BandPlan;
 
-/// Everything that determines a fingerprint. Stored as Parquet key-value
-/// metadata (`neardup.settings`) with fingerprints and IDF models; tables
+/// Everything that determines a fingerprint. Stored in the Parquet
+/// key-value metadata of fingerprints and IDF models (key `neardup`, field
+/// `settings`); tables
 /// made with different settings are never compared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FingerprintSettings {

@@ -141,29 +141,45 @@ pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(List
     Ok((table_url, files))
 }
 
-/// An object store's failure, classified by what failed, never by its
-/// text. What the user must change (a missing object, a refused credential,
-/// a path the store cannot hold, a local folder that cannot be written) is
-/// bad input (exit 2); a store that failed or did not answer (a server
-/// error, a lost connection, a timeout) may do better when the run is
-/// retried (exit 1), and so may a full disk.
+/// An object store's failure, classified by what failed. What the user
+/// must change (a missing object or bucket, a refused credential, a path the
+/// store cannot hold, a local folder that cannot be written) is bad input
+/// (exit 2); a store that failed or did not answer (a server error, a lost
+/// connection, a timeout) may do better when the run is retried (exit 1),
+/// and so may a full disk.
 pub fn store_failure(what: String, e: &(dyn std::error::Error + 'static)) -> Error {
     use object_store::Error as Store;
     use std::io::ErrorKind;
     let text = e.to_string();
-    let io = crate::error::chain(e).find_map(|c| c.downcast_ref::<std::io::Error>()).map(std::io::Error::kind);
+    let chain = || crate::error::chain(e);
+    let io = chain().find_map(|c| c.downcast_ref::<std::io::Error>()).map(std::io::Error::kind);
     let unanswered = || Error::runtime(format!("{what}: {text} (the store failed or did not answer: retry the run later)"));
-    match crate::error::chain(e).find_map(|c| c.downcast_ref::<Store>()) {
+    let input = || Error::input(format!("{what}: {text}"));
+    match chain().find_map(|c| c.downcast_ref::<Store>()) {
         Some(Store::Generic { store: "LocalFileSystem", .. }) => match io {
             Some(ErrorKind::StorageFull) => Error::runtime(crate::error::disk_full(&format!("{what}: {text}"))),
-            Some(ErrorKind::PermissionDenied | ErrorKind::IsADirectory | ErrorKind::NotADirectory | ErrorKind::ReadOnlyFilesystem) => {
-                Error::input(format!("{what}: {text}"))
-            }
+            Some(ErrorKind::PermissionDenied | ErrorKind::IsADirectory | ErrorKind::NotADirectory | ErrorKind::ReadOnlyFilesystem) => input(),
             _ => Error::runtime(format!("{what}: {text}")),
         },
-        Some(Store::Generic { .. } | Store::JoinError { .. }) | None => unanswered(),
-        Some(_) => Error::input(format!("{what}: {text}")),
+        // No answer at all: the request could not be sent, or timed out.
+        _ if chain().any(|c| c.is::<object_store::client::HttpError>()) => unanswered(),
+        Some(Store::Generic { .. }) => match server_status(&text) {
+            Some(status) if status >= 500 && status != 501 || status == 429 || status == 408 => unanswered(),
+            // An answer without a status: a misconfigured endpoint or region.
+            Some(_) | None => input(),
+        },
+        Some(Store::JoinError { .. }) | None => unanswered(),
+        Some(_) => input(),
     }
+}
+
+/// The HTTP status a store answered with, for an error the client gives as
+/// `Generic`: object_store 0.13 keeps the status in a private type (its
+/// `RetryError`) and shows it only as `status code: NNN` in the message, so
+/// this one field is read from there.
+fn server_status(message: &str) -> Option<u16> {
+    let (_, rest) = message.split_once("status code: ")?;
+    rest.get(..3)?.parse().ok()
 }
 
 /// A file's URL as people write it: a local path for `file://` URLs.
@@ -275,6 +291,18 @@ pub fn literal(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn store_failures_are_classified_by_what_failed() {
+        let missing = object_store::Error::NotFound { path: "x".into(), source: "gone".into() };
+        assert_eq!(store_failure("cannot read 'x'".into(), &missing).exit_code(), 2);
+        let server = |status: &str| object_store::Error::Generic { store: "S3", source: format!("Server returned non-2xx status code: {status}: body").into() };
+        assert_eq!(store_failure("list".into(), &server("503 Service Unavailable")).exit_code(), 1);
+        assert_eq!(store_failure("list".into(), &server("404 Not Found")).exit_code(), 2);
+        let e = store_failure("list".into(), &server("500 Internal Server Error"));
+        assert!(e.to_string().contains("retry the run later"), "{e}");
+        assert_eq!((server_status("x status code: 429 Too Many"), server_status("no status")), (Some(429), None));
+    }
 
     #[test]
     fn input_names() {

@@ -1,4 +1,4 @@
-//! Text normalisation applied before any segmentation (spec §2).
+//! Text normalisation applied before any segmentation (docs/algorithm.md §2).
 //!
 //! NFKC folds full-width digits, Latin letters and punctuation to their
 //! half-width forms, cased scripts are lower-cased and every run of white

@@ -1,4 +1,4 @@
-//! Per-document term statistics: everything the weightings of spec §3 need
+//! Per-document term statistics: everything the weightings of docs/algorithm.md §3 need
 //! about one document, computed in a single pass over its tokens.
 
 use super::{Analyzer, Mode, Token};
@@ -25,7 +25,7 @@ pub struct DocStats<'a> {
 
 type HashIndex = super::HashKeyed<usize>;
 
-/// The part-of-speech factor of spec §3: nouns 3, verbs 2, anything else 1.
+/// The part-of-speech factor of docs/algorithm.md §3: nouns 3, verbs 2, anything else 1.
 pub fn pos_factor(pos: &str) -> u8 {
     match pos.as_bytes().first() {
         Some(b'n') => 3,

@@ -1,4 +1,4 @@
-//! Segmentation of normalised text into features (spec §2).
+//! Segmentation of normalised text into features (docs/algorithm.md §2).
 //!
 //! An [`Analyzer`] bundles what segmentation needs besides the text: the
 //! jieba dictionary (plus an optional user dictionary), the stop words and the

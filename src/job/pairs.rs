@@ -1,0 +1,141 @@
+//! `neardup pairs`: the join and clustering over an existing fingerprint
+//! table, with the stages a `dedup` run ends with.
+
+use datafusion::prelude::SessionContext;
+
+use super::config::{JoinOptions, KeepRule};
+use super::inputs::{check_id, field};
+use super::progress::{Progress, RunOptions};
+use super::query::{collect, column_u64};
+use super::runner::{finish, join_stages, minhash_expression};
+use super::summary::{FingerprintSettings, InputSummary, RunCommand, Summary};
+use super::tables::{FileMetadata, METADATA_KEY};
+use crate::error::{Error, Result};
+use crate::session::{context, EngineOptions};
+use crate::sets::Verify;
+use crate::storage::{ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
+
+/// A `pairs` run: the join and clustering over an existing fingerprint table.
+#[derive(Debug, Clone)]
+pub struct PairsSpec {
+    pub fingerprints: InputSpec,
+    pub output: String,
+    pub overwrite: bool,
+    pub join: JoinOptions,
+    pub keep: String,
+    pub engine: EngineOptions,
+}
+
+/// Run `neardup pairs`: the join and clustering over existing fingerprints.
+pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary> {
+    let keep = KeepRule::parse(&spec.keep)?;
+    spec.join.validate()?;
+    crate::storage::check_input_names(std::slice::from_ref(&spec.fingerprints))?;
+    let ctx = context(&spec.engine).await?;
+    let mut progress = Progress::new(options);
+    let input = &spec.fingerprints;
+    let settings = check_fingerprint_settings(&ctx, &input.url).await?;
+    let schema = register_parquet(&ctx, "fingerprints_input", &input.url).await?;
+    let simhash = field(&schema, "simhash", input, "fingerprint", "a column named simhash")?;
+    if !simhash.data_type().is_integer() {
+        return Err(Error::input(format!(
+            "column 'simhash' of '{}' holds {}, but fingerprints must be 64-bit unsigned integers",
+            input.url,
+            simhash.data_type()
+        )));
+    }
+    check_id(field(&schema, "id", input, "document id", "a column named id")?, input)?;
+    let source = match schema.field_with_name("source") {
+        Ok(_) => format!("COALESCE(CAST(source AS VARCHAR), {})", literal(&input.name)),
+        Err(_) => literal(&input.name),
+    };
+    let extra = match &keep {
+        KeepRule::SmallestId => String::new(),
+        KeepRule::Longest => {
+            field(&schema, "n_chars", input, "keep rule 'longest'", "--keep smallest-id")?;
+            ", n_chars".into()
+        }
+        KeepRule::Earliest(c) | KeepRule::Latest(c) => {
+            field(&schema, c, input, "keep rule", "--keep")?;
+            format!(", {} AS keep_key", ident(c))
+        }
+    };
+    // MinHash band keys: the file's own when made with this plan, else
+    // computed here, once per document.
+    let plan = spec.join.candidates.minhash().then_some(spec.join.minhash);
+    let stored_plan = parquet_key_values(&ctx, &input.url)
+        .await?
+        .iter()
+        .filter_map(|(_, kv)| serde_json::from_str::<FileMetadata>(kv.get(METADATA_KEY)?).ok())
+        .map(|m| m.minhash)
+        .reduce(|a, b| if a == b { a } else { None })
+        .flatten();
+    let minhash = if plan.is_some() && plan == stored_plan && schema.field_with_name("minhash").is_ok() {
+        "minhash".to_string()
+    } else {
+        minhash_expression(plan, "term_set")
+    };
+    let term_set = match schema.field_with_name("term_set") {
+        Ok(_) => format!(", term_set, {minhash} AS minhash"),
+        Err(_) if spec.join.verify != Verify::None => {
+            return Err(Error::input(format!(
+                "'{}' has no term_set column, which --verify and --candidates minhash compare: \
+                 recompute the fingerprints with this version of neardup dedup",
+                input.url
+            )))
+        }
+        Err(_) => String::new(),
+    };
+    collect(
+        &ctx,
+        &format!(
+            "CREATE VIEW fingerprints AS SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
+             CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{extra} FROM fingerprints_input"
+        ),
+    )
+    .await?;
+    progress.done("inputs", format!("fingerprints from '{}'", input.url));
+    let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
+    let result = async {
+        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None });
+        let mut summary = join_stages(&ctx, &spec.join, &keep, &out, meta.as_ref(), &mut progress).await?;
+        summary.command = RunCommand::Pairs;
+        summary.output = out.url().to_string();
+        summary.settings = settings;
+        // The table's documents, whatever sources they carry.
+        let batches = collect(&ctx, "SELECT count(*), count(*) - count(simhash) FROM fingerprints").await?;
+        let (documents, documents_without_terms) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
+        summary.inputs =
+            vec![InputSummary { name: input.name.clone(), url: input.url.clone(), documents, documents_without_terms }];
+        summary.documents = documents;
+        summary.documents_without_terms = documents_without_terms;
+        Ok(summary)
+    }
+    .await;
+    finish(out, result, progress).await
+}
+
+/// The settings all files of a fingerprint table were made with; an error
+/// if they differ. `None` for tables without neardup metadata.
+async fn check_fingerprint_settings(ctx: &SessionContext, url: &str) -> Result<Option<FingerprintSettings>> {
+    let mut found: Option<(String, FingerprintSettings)> = None;
+    for (file, kv) in parquet_key_values(ctx, url).await? {
+        let Some(meta) = kv.get(METADATA_KEY) else { continue };
+        let meta: FileMetadata = serde_json::from_str(meta)
+            .map_err(|e| Error::input(format!("'{file}' has unreadable neardup metadata: {e}")))?;
+        match &found {
+            None => found = Some((file, meta.settings)),
+            Some((first, seen)) if *seen != meta.settings => {
+                let json = |s: &FingerprintSettings| serde_json::to_string(s).expect("settings serialise");
+                return Err(Error::input(format!(
+                    "fingerprints in '{first}' and '{file}' were made with different settings ({} vs {}): \
+                     they cannot be compared; recompute one of them with the other's settings",
+                    json(seen),
+                    json(&meta.settings)
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(found.map(|(_, settings)| settings))
+}

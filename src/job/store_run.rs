@@ -1,0 +1,307 @@
+//! A store opened for one run: its settings checked against the run's, its
+//! earlier runs and segments listed, what they hold read by their compact
+//! columns (`stored_runs`), and the store's manifest and IDF model written
+//! by the first run.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, RecordBatch};
+use datafusion::prelude::SessionContext;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use super::config::{KeepRule, StoreOptions};
+use super::query::{collect, collect_measured, column_u64, strings};
+use super::store::{check_format, Manifest, STORE_FORMAT};
+use super::summary::{content_identity, FingerprintSettings, StoreReads};
+use crate::error::{Error, Result};
+use crate::minhash::MinHashPlan;
+use crate::storage::fetch::{rows_by_key, Take};
+use crate::storage::{local_path, locate, read_object, register_parquet_files};
+
+/// A store, opened for run `run_id`.
+#[derive(Debug)]
+pub struct StoreRun {
+    url: String,
+    pub run_id: String,
+    pub manifest: Option<Manifest>,
+    /// Committed runs with smaller ids that no segment holds, in order.
+    pub earlier: Vec<String>,
+    /// Compacted segments (each holds runs with smaller ids only).
+    segments: Vec<super::store::Segment>,
+    /// This run's MinHash plan (none: SimHash candidates only).
+    pub(super) minhash: Option<MinHashPlan>,
+    store: Arc<dyn ObjectStore>,
+    root: ObjectPath,
+}
+
+/// The fields in which two settings differ, as `name: a ≠ b`.
+fn differences(a: &FingerprintSettings, b: &FingerprintSettings) -> String {
+    let (a, b) = (serde_json::to_value(a).expect("settings serialise"), serde_json::to_value(b).expect("settings serialise"));
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else { return String::new() };
+    a.iter()
+        .filter(|(k, v)| b.get(*k) != Some(v))
+        .map(|(k, v)| format!("{k}: store {v} ≠ run {}", b.get(k).cloned().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl StoreRun {
+    /// Open the store at `options.url` for a run with `settings` and `keep`;
+    /// refuses a store made with other settings. `idf_model` is the model the
+    /// run was given, if any: a new store freezes it, an existing one must
+    /// hold the same.
+    pub async fn open(
+        ctx: &SessionContext,
+        options: &StoreOptions,
+        settings: &FingerprintSettings,
+        keep: &KeepRule,
+        minhash: Option<MinHashPlan>,
+        idf_model: Option<&str>,
+    ) -> Result<StoreRun> {
+        let url = options.url.trim_end_matches('/').to_string();
+        let run_id = options.run_id.clone().unwrap_or_default();
+        super::config::check_run_id(&run_id)?;
+        let (store, root) = locate(ctx, &url)?;
+        let manifest = match store.get(&root.clone().join("store.json")).await {
+            Ok(got) => {
+                let bytes = got.bytes().await.map_err(|e| Error::runtime(format!("cannot read '{url}/store.json': {e}")))?;
+                Some(serde_json::from_slice::<Manifest>(&bytes).map_err(|e| {
+                    Error::input(format!("'{url}/store.json' is not a neardup store manifest ({e}): is '{url}' a store?"))
+                })?)
+            }
+            Err(object_store::Error::NotFound { .. }) => None,
+            Err(e) => return Err(crate::storage::store_failure(format!("cannot read '{url}/store.json'"), &e)),
+        };
+        let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), segments: Vec::new(), minhash, store, root };
+        if let Some(m) = &run.manifest {
+            check_format(&run.url, m)?;
+            if m.minhash != minhash {
+                let name = |p: Option<MinHashPlan>| p.map_or("none (SimHash candidates only)".to_string(), |p| p.to_string());
+                return Err(Error::input(format!(
+                    "store '{}' keeps MinHash keys of plan {}, this run asks for {}: use the store's --candidates \
+                     and --minhash, or start a new store",
+                    run.url,
+                    name(m.minhash),
+                    name(minhash)
+                )));
+            }
+            if m.settings != *settings {
+                return Err(Error::input(format!(
+                    "store '{}' holds fingerprints made with other settings ({}): they cannot be compared. \
+                     Run with the store's settings, or start a new store",
+                    run.url,
+                    differences(&m.settings, settings)
+                )));
+            }
+            if m.keep != keep.to_string() {
+                return Err(Error::input(format!(
+                    "store '{}' keeps representatives by '{}', this run by '{keep}': use --keep {}",
+                    run.url, m.keep, m.keep
+                )));
+            }
+            if let Some(model) = idf_model {
+                let given = content_identity(&read_object(ctx, model).await?);
+                if given != m.idf_model {
+                    return Err(Error::input(format!(
+                        "IDF model '{model}' ({given}) is not the store's frozen model ({}): fingerprints made with \
+                         it would not be comparable. Drop the model option to use the store's, or start a new store \
+                         to refresh the model",
+                        m.idf_model
+                    )));
+                }
+            }
+        }
+        let missing = local_path(&run.url).is_some_and(|p| !p.exists());
+        if !missing {
+            let layout = super::store::read_layout(run.store.as_ref(), &run.root, &run.url).await?;
+            if let Some(s) = layout.segments.iter().find(|s| s.runs.iter().any(|r| *r >= run.run_id)) {
+                return Err(Error::input(format!(
+                    "store '{}': segment '{}' holds runs up to '{}', so run '{}' cannot be run (again) now: \
+                     a compacted run cannot be replaced, and a run must come after every compacted one. \
+                     Use a later run id",
+                    run.url,
+                    s.id,
+                    s.runs.last().cloned().unwrap_or_default(),
+                    run.run_id
+                )));
+            }
+            run.earlier = layout.runs.into_iter().filter(|id| *id < run.run_id).collect();
+            run.segments = layout.segments;
+        }
+        if run.manifest.is_none() && !(run.earlier.is_empty() && run.segments.is_empty()) {
+            return Err(Error::input(format!(
+                "'{}' has runs but no store.json: it is damaged or not a neardup store",
+                run.url
+            )));
+        }
+        Ok(run)
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The store's frozen IDF model.
+    pub fn model_url(&self) -> String {
+        format!("{}/idf/model.parquet", self.url)
+    }
+
+    pub(super) fn run_url(&self, id: &str) -> String {
+        format!("{}/runs/run={id}", self.url)
+    }
+
+    /// The data files of the earlier runs: segments, then runs.
+    pub(super) fn earlier_files(&self) -> Vec<String> {
+        let layout = super::store::Layout { segments: self.segments.clone(), runs: self.earlier.clone(), hidden: Vec::new() };
+        layout.files(&self.url)
+    }
+
+    /// Whether there is nothing stored before this run.
+    pub fn is_first(&self) -> bool {
+        self.earlier.is_empty() && self.segments.is_empty()
+    }
+
+    /// Earlier runs, compacted or not.
+    pub fn earlier_runs(&self) -> u64 {
+        (self.earlier.len() + self.segments.iter().map(|s| s.runs.len()).sum::<usize>()) as u64
+    }
+
+    /// Register the earlier runs as view `stored_runs` (nothing when there
+    /// are none), read by their compact columns only. Its column `file`
+    /// numbers the data file of each row (in [`StoreRun::earlier_files`]'
+    /// order), so that a fingerprint's rows are fetched from the files that
+    /// hold it, and no other.
+    pub async fn register_earlier(&self, ctx: &SessionContext) -> Result<()> {
+        if self.is_first() {
+            return Ok(());
+        }
+        let mut parts = Vec::new();
+        for (i, file) in self.earlier_files().iter().enumerate() {
+            register_parquet_files(ctx, &format!("stored_file_{i}"), std::slice::from_ref(file)).await?;
+            parts.push(format!("SELECT {i} AS file, doc_key, simhash, minhash FROM stored_file_{i}"));
+        }
+        collect(ctx, &format!("CREATE VIEW stored_runs AS {}", parts.join(" UNION ALL "))).await?;
+        Ok(())
+    }
+
+    /// Rows `(file, simhash)` as each earlier file's sorted, distinct
+    /// fingerprints, and whether it has a NULL one among them.
+    pub(super) fn wanted_by_file(&self, batches: &[RecordBatch]) -> Result<Vec<(Vec<u64>, bool)>> {
+        let mut wanted = vec![(Vec::new(), false); self.earlier_files().len()];
+        for b in batches {
+            let (files, hashes) = (column_u64(b, 0)?, column_u64(b, 1)?);
+            for i in 0..b.num_rows() {
+                let w = &mut wanted[files.value(i) as usize];
+                match hashes.is_null(i) {
+                    true => w.1 = true,
+                    false => w.0.push(hashes.value(i)),
+                }
+            }
+        }
+        for w in &mut wanted {
+            w.0.sort_unstable();
+            w.0.dedup();
+        }
+        Ok(wanted)
+    }
+
+    /// Bytes of the earlier runs' data files.
+    pub(super) async fn earlier_bytes(&self, ctx: &SessionContext) -> Result<u64> {
+        let mut total = 0;
+        for file in self.earlier_files() {
+            let (store, path) = locate(ctx, &file)?;
+            total += store
+                .head(&path)
+                .await
+                .map_err(|e| crate::storage::store_failure(format!("cannot read '{file}'"), &e))?
+                .size;
+        }
+        Ok(total)
+    }
+
+    /// The input documents (view `documents_input`) that an earlier run
+    /// already holds, as `(source, id)`: found by the 8-byte `doc_key` of
+    /// every stored row, then confirmed on the rows fetched for them.
+    pub async fn already_stored(&self, ctx: &SessionContext) -> Result<(Vec<(String, String)>, StoreReads)> {
+        let mut reads = StoreReads::default();
+        if self.is_first() {
+            return Ok((Vec::new(), reads));
+        }
+        let started = std::time::Instant::now();
+        // Tonight's keys (10^5 of 8 bytes) are the build side of a hash
+        // join that streams the store's doc_key past them; a sort-merge join
+        // would sort every stored key.
+        let (batches, scanned) = collect_measured(
+            &crate::session::with_hash_joins(ctx),
+            "SELECT DISTINCT s.file, s.simhash FROM stored_runs s \
+             WHERE s.doc_key IN (SELECT hash64(source || chr(0) || id) FROM documents_input)",
+        )
+        .await?;
+        reads.probe_bytes += scanned;
+        let wanted = self.wanted_by_file(&batches)?;
+        let mut found = Vec::new();
+        if wanted.iter().any(|w| !w.0.is_empty() || w.1) {
+            let (rows, _, fetched) = rows_by_key(ctx, &self.earlier_files(), "simhash", &wanted, Take::All).await?;
+            reads.fetch_bytes += fetched.bytes;
+            reads.fetch_objects += fetched.objects;
+            let mut stored = std::collections::HashSet::new();
+            for b in &rows {
+                let (sources, ids) = (strings(b, b.schema().index_of("source")?)?, strings(b, b.schema().index_of("id")?)?);
+                stored.extend(sources.into_iter().zip(ids));
+            }
+            for b in &collect(ctx, "SELECT source, id FROM documents_input").await? {
+                for pair in strings(b, 0)?.into_iter().zip(strings(b, 1)?) {
+                    if stored.contains(&pair) {
+                        found.push(pair);
+                    }
+                }
+            }
+        }
+        reads.already_stored_ms = started.elapsed().as_millis() as u64;
+        Ok((found, reads))
+    }
+
+    /// Freeze the IDF model at `model` (a work file, or the model the run
+    /// was given) into the store and write `store.json`: before the first
+    /// run is committed, so that no run exists without them.
+    pub(super) async fn create(&mut self, ctx: &SessionContext, model: Option<&str>, n_docs: u64, settings: &FingerprintSettings, keep: &KeepRule) -> Result<()> {
+        let idf_model = match model {
+            Some(model) => {
+                let bytes = read_object(ctx, model).await?;
+                let id = content_identity(&bytes);
+                self.put("idf/model.parquet", bytes.to_vec()).await?;
+                id
+            }
+            None => "none".into(),
+        };
+        let manifest = Manifest {
+            format: STORE_FORMAT,
+            settings: settings.clone(),
+            idf_model,
+            idf_n_docs: n_docs,
+            keep: keep.to_string(),
+            minhash: self.minhash,
+            created_by_run: self.run_id.clone(),
+            neardup_version: env!("CARGO_PKG_VERSION").into(),
+        };
+        self.put("store.json", serde_json::to_vec_pretty(&manifest).expect("manifest serialises")).await?;
+        self.manifest = Some(manifest);
+        Ok(())
+    }
+
+    async fn put(&self, relative: &str, bytes: Vec<u8>) -> Result<()> {
+        let path = relative.split('/').fold(self.root.clone(), |p, part| p.join(part));
+        if let Some(dir) = local_path(&self.url) {
+            let file = dir.join(relative);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+        }
+        self.store
+            .put(&path, PutPayload::from(bytes))
+            .await
+            .map_err(|e| Error::runtime(format!("cannot write '{}/{relative}': {e}", self.url)))?;
+        Ok(())
+    }
+}
