@@ -9,7 +9,9 @@ use crate::error::Result;
 use crate::job::{defaults, Candidates, Columns, DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
 use crate::minhash::MinHashPlan;
 use crate::sets::Verify;
-use crate::session::EngineOptions;
+use crate::distributed::{ExecutorOptions, SchedulerOptions};
+use crate::eval::EvalSpec;
+use crate::session::{parse_size, EngineOptions};
 use crate::shell::{Format, Session};
 use crate::storage::InputSpec;
 use crate::weight::{IdfFormula, Weighting};
@@ -127,6 +129,12 @@ pub struct SchedulerArgs {
     pub executor_timeout: u64,
 }
 
+impl SchedulerArgs {
+    pub fn options(&self) -> SchedulerOptions {
+        SchedulerOptions { bind: self.bind.clone(), port: self.port, executor_timeout_secs: self.executor_timeout }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ExecutorArgs {
     /// The scheduler to attach to.
@@ -156,6 +164,22 @@ pub struct ExecutorArgs {
     /// Seconds between heartbeats to the scheduler.
     #[arg(long, default_value_t = 60, value_name = "SECS")]
     pub heartbeat_interval: u64,
+}
+
+impl ExecutorArgs {
+    pub fn options(&self) -> Result<ExecutorOptions> {
+        Ok(ExecutorOptions {
+            scheduler: self.scheduler.clone(),
+            bind: self.bind.clone(),
+            external_host: self.external_host.clone(),
+            port: self.port,
+            grpc_port: self.grpc_port,
+            concurrency: self.concurrency,
+            work_dir: self.work_dir.clone(),
+            memory_limit: self.memory_limit.as_deref().map(parse_size).transpose()?,
+            heartbeat_interval_secs: self.heartbeat_interval,
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -464,6 +488,17 @@ pub struct EvalArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+impl EvalArgs {
+    pub fn spec(&self) -> EvalSpec {
+        EvalSpec {
+            truth: self.truth.clone(),
+            predicted: self.predicted.clone(),
+            documents: self.documents.clone(),
+            slice_column: self.slice_col.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Args)]

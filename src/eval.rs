@@ -170,38 +170,63 @@ impl Evaluation {
             }
         }
 
-        // Pair counting over the contingency table of the two partitions.
-        let mut cells: HashMap<(u64, u64), u64> = HashMap::new();
-        let (mut truth_sizes, mut predicted_sizes): (HashMap<u64, u64>, HashMap<u64, u64>) = Default::default();
-        for d in 0..n {
-            *cells.entry((truth[d], predicted[d])).or_default() += 1;
-            *truth_sizes.entry(truth[d]).or_default() += 1;
-            *predicted_sizes.entry(predicted[d]).or_default() += 1;
-        }
-        let both: u64 = cells.values().map(|&c| choose2(c)).sum();
-        let same_truth: u64 = truth_sizes.values().map(|&c| choose2(c)).sum();
-        let same_predicted: u64 = predicted_sizes.values().map(|&c| choose2(c)).sum();
-        let all = choose2(n as u64) as f64;
-        let expected = if all == 0.0 { 0.0 } else { same_truth as f64 * same_predicted as f64 / all };
-        let max = (same_truth + same_predicted) as f64 / 2.0;
-        let ari = if max == expected { 1.0 } else { (both as f64 - expected) / (max - expected) };
+        let counts = PairCounts::of(&truth, &predicted);
 
         Report {
             documents: n as u64,
             truth_pairs: truth_pairs.len() as u64,
             reported_pairs: reported.len() as u64,
             pairs: Scores::of(correct, reported.len() as u64, truth_found, truth_pairs.len() as u64),
-            truth_groups: truth_sizes.values().filter(|&&c| c > 1).count() as u64,
-            predicted_groups: predicted_sizes.values().filter(|&&c| c > 1).count() as u64,
-            truth_same_group: same_truth,
-            predicted_same_group: same_predicted,
-            both_same_group: both,
-            clusters: Scores::of(both, same_predicted, both, same_truth),
-            adjusted_rand_index: ari,
+            truth_groups: counts.truth_groups,
+            predicted_groups: counts.predicted_groups,
+            truth_same_group: counts.same_truth,
+            predicted_same_group: counts.same_predicted,
+            both_same_group: counts.both,
+            clusters: Scores::of(counts.both, counts.same_predicted, counts.both, counts.same_truth),
+            adjusted_rand_index: counts.adjusted_rand_index,
             slices: slices
                 .into_iter()
                 .map(|(s, (pairs, found))| SliceRecall { slice: s.to_string(), pairs, found, recall: found as f64 / pairs as f64 })
                 .collect(),
+        }
+    }
+}
+
+/// Pair counting over the contingency table of two partitions of the same
+/// documents (a group label per document).
+struct PairCounts {
+    /// Pairs in one group in both, in the truth, in the prediction.
+    both: u64,
+    same_truth: u64,
+    same_predicted: u64,
+    /// Groups of two or more documents.
+    truth_groups: u64,
+    predicted_groups: u64,
+    adjusted_rand_index: f64,
+}
+
+impl PairCounts {
+    fn of(truth: &[u64], predicted: &[u64]) -> PairCounts {
+        let mut cells: HashMap<(u64, u64), u64> = HashMap::new();
+        let (mut truth_sizes, mut predicted_sizes): (HashMap<u64, u64>, HashMap<u64, u64>) = Default::default();
+        for (&t, &p) in truth.iter().zip(predicted) {
+            *cells.entry((t, p)).or_default() += 1;
+            *truth_sizes.entry(t).or_default() += 1;
+            *predicted_sizes.entry(p).or_default() += 1;
+        }
+        let both: u64 = cells.values().map(|&c| choose2(c)).sum();
+        let same_truth: u64 = truth_sizes.values().map(|&c| choose2(c)).sum();
+        let same_predicted: u64 = predicted_sizes.values().map(|&c| choose2(c)).sum();
+        let all = choose2(truth.len() as u64) as f64;
+        let expected = if all == 0.0 { 0.0 } else { same_truth as f64 * same_predicted as f64 / all };
+        let max = (same_truth + same_predicted) as f64 / 2.0;
+        PairCounts {
+            both,
+            same_truth,
+            same_predicted,
+            truth_groups: truth_sizes.values().filter(|&&c| c > 1).count() as u64,
+            predicted_groups: predicted_sizes.values().filter(|&&c| c > 1).count() as u64,
+            adjusted_rand_index: if max == expected { 1.0 } else { (both as f64 - expected) / (max - expected) },
         }
     }
 }
@@ -288,7 +313,23 @@ async fn table_exists(ctx: &SessionContext, dir: &str, name: &str) -> bool {
 pub async fn evaluate(ctx: &SessionContext, spec: &EvalSpec) -> Result<Report> {
     let mut docs = Docs::default();
     let mut e = Evaluation::default();
+    read_truth(ctx, spec, &mut docs, &mut e).await?;
+    let predicted = spec.predicted.trim_end_matches('/');
+    let is_output = table_exists(ctx, predicted, "pairs").await;
+    read_prediction(ctx, predicted, is_output, &mut docs, &mut e).await?;
+    let documents = match &spec.documents {
+        Some(d) => Some(d.clone()),
+        None if is_output && table_exists(ctx, predicted, "fingerprints").await => Some(format!("{predicted}/fingerprints")),
+        None => None,
+    };
+    if let Some(url) = documents {
+        check_corpus(ctx, &url, &mut docs).await?;
+    }
+    Ok(e.report(docs.len()))
+}
 
+/// The truth: pairs (with their slice) or groups.
+async fn read_truth(ctx: &SessionContext, spec: &EvalSpec, docs: &mut Docs, e: &mut Evaluation) -> Result<()> {
     let truth = register(ctx, "truth", &spec.truth).await?;
     let slice = match &spec.slice_column {
         Some(c) if truth.field_with_name(c).is_err() => {
@@ -314,9 +355,12 @@ pub async fn evaluate(ctx: &SessionContext, spec: &EvalSpec) -> Result<Report> {
             spec.truth
         )));
     }
+    Ok(())
+}
 
-    let predicted = spec.predicted.trim_end_matches('/');
-    let is_output = table_exists(ctx, predicted, "pairs").await;
+/// What is scored: the pairs of an output folder (and its clusters), or a
+/// table of pairs.
+async fn read_prediction(ctx: &SessionContext, predicted: &str, is_output: bool, docs: &mut Docs, e: &mut Evaluation) -> Result<()> {
     let pairs_url = if is_output { format!("{predicted}/pairs") } else { predicted.to_string() };
     let pairs = register(ctx, "reported_pairs", &pairs_url).await?;
     if !has(&pairs, &["source_a", "id_a", "source_b", "id_b"]) {
@@ -333,32 +377,30 @@ pub async fn evaluate(ctx: &SessionContext, spec: &EvalSpec) -> Result<Report> {
             e.predicted_labels.push((docs.id((s, i)), c));
         }
     }
+    Ok(())
+}
 
-    let documents = match &spec.documents {
-        Some(d) => Some(d.clone()),
-        None if is_output && table_exists(ctx, predicted, "fingerprints").await => Some(format!("{predicted}/fingerprints")),
-        None => None,
-    };
-    if let Some(url) = documents {
-        let schema = register(ctx, "documents", &url).await?;
-        if !has(&schema, &["source", "id"]) {
-            return Err(Error::input(format!("documents '{url}' need columns source and id")));
-        }
-        let mut corpus = std::collections::HashSet::new();
-        for r in rows(ctx, "SELECT source, id FROM documents").await? {
-            let [s, i] = <[String; 2]>::try_from(r).expect("two columns");
-            corpus.insert(docs.id((s, i)));
-        }
-        if docs.len() > corpus.len() {
-            return Err(Error::input(format!(
-                "{} document(s) of the truth or the prediction are not among the {} documents of '{url}': \
-                 evaluate against the corpus they come from",
-                docs.len() - corpus.len(),
-                corpus.len()
-            )));
-        }
+/// Add the corpus at `url` to `docs` (every document counts in the
+/// scores), refusing documents of the truth or the prediction it does not hold.
+async fn check_corpus(ctx: &SessionContext, url: &str, docs: &mut Docs) -> Result<()> {
+    let schema = register(ctx, "documents", url).await?;
+    if !has(&schema, &["source", "id"]) {
+        return Err(Error::input(format!("documents '{url}' need columns source and id")));
     }
-    Ok(e.report(docs.len()))
+    let mut corpus = std::collections::HashSet::new();
+    for r in rows(ctx, "SELECT source, id FROM documents").await? {
+        let [s, i] = <[String; 2]>::try_from(r).expect("two columns");
+        corpus.insert(docs.id((s, i)));
+    }
+    if docs.len() > corpus.len() {
+        return Err(Error::input(format!(
+            "{} document(s) of the truth or the prediction are not among the {} documents of '{url}': \
+             evaluate against the corpus they come from",
+            docs.len() - corpus.len(),
+            corpus.len()
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

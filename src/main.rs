@@ -96,35 +96,12 @@ async fn run(cli: Cli) -> Result<(), Error> {
             let summary = run_dedup(&spec, &args.run.options(args.quiet)).await?;
             report(&summary, args.json)?;
         }
-        Command::Store(StoreCommand::Info(args)) => {
-            let ctx = neardup::session::new_context(&Default::default())?;
-            let info = neardup::job::store::info(&ctx, &args.store).await?;
-            if args.json {
-                emit_json(&info)?;
-            } else {
-                emit(&format!("{info}\n"))?;
-            }
-        }
-        Command::Store(StoreCommand::Compact(args)) => {
-            let ctx = neardup::session::context(&args.engine()).await?;
-            let done = neardup::job::store::compact(&ctx, &args.store, args.all).await?;
-            if args.json {
-                emit_json(&done)?;
-            } else {
-                emit(&format!("{}\n", done.describe()))?;
-            }
-        }
+        Command::Store(command) => store(command).await?,
         Command::Sql(args) => neardup::shell::run(&args.session()).await?,
         Command::Functions => emit(&neardup::udf::describe_all())?,
         Command::Eval(args) => {
             let ctx = neardup::session::new_context(&Default::default())?;
-            let spec = neardup::eval::EvalSpec {
-                truth: args.truth,
-                predicted: args.predicted,
-                documents: args.documents,
-                slice_column: args.slice_col,
-            };
-            let report = neardup::eval::evaluate(&ctx, &spec).await?;
+            let report = neardup::eval::evaluate(&ctx, &args.spec()).await?;
             if args.json {
                 emit_json(&report)?;
             } else {
@@ -133,31 +110,36 @@ async fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Scheduler(args) => {
             neardup::logging::init("scheduler")?;
-            neardup::distributed::run_scheduler(neardup::distributed::SchedulerOptions {
-                bind: args.bind,
-                port: args.port,
-                executor_timeout_secs: args.executor_timeout,
-            })
-            .await?
+            neardup::distributed::run_scheduler(args.options()).await?
         }
         Command::Executor(args) => {
             neardup::logging::init("executor")?;
-            let memory_limit = args.memory_limit.as_deref().map(neardup::session::parse_size).transpose()?;
-            neardup::distributed::run_executor(neardup::distributed::ExecutorOptions {
-                scheduler: args.scheduler,
-                bind: args.bind,
-                external_host: args.external_host,
-                port: args.port,
-                grpc_port: args.grpc_port,
-                concurrency: args.concurrency,
-                work_dir: args.work_dir,
-                memory_limit,
-                heartbeat_interval_secs: args.heartbeat_interval,
-            })
-            .await?
+            neardup::distributed::run_executor(args.options()?).await?
         }
     }
     Ok(())
+}
+
+/// `neardup store info` and `neardup store compact`.
+async fn store(command: StoreCommand) -> Result<(), Error> {
+    match command {
+        StoreCommand::Info(args) => {
+            let ctx = neardup::session::new_context(&Default::default())?;
+            let info = neardup::job::store::info(&ctx, &args.store).await?;
+            match args.json {
+                true => emit_json(&info),
+                false => emit(&format!("{info}\n")),
+            }
+        }
+        StoreCommand::Compact(args) => {
+            let ctx = neardup::session::context(&args.engine()).await?;
+            let done = neardup::job::store::compact(&ctx, &args.store, args.all).await?;
+            match args.json {
+                true => emit_json(&done),
+                false => emit(&format!("{}\n", done.describe())),
+            }
+        }
+    }
 }
 
 fn main() -> ExitCode {

@@ -27,14 +27,14 @@
 
 use datafusion::prelude::SessionContext;
 
-use super::candidates::{eligible_without, near_pairs};
-use super::config::{JobSpec, KeepRule};
+use super::candidates::{eligible_without, near_pairs, NearPairs};
+use super::config::{JobSpec, JoinOptions, KeepRule};
 use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, strings};
 use super::sql::{self, render};
 use super::store_run::StoreRun;
 use super::summary::{content_identity, FingerprintSettings, StoreReads, StoreSummary, Summary};
-use super::tables::{seal, view_without, FileMetadata};
+use super::tables::{materialize, seal, view_without, FileMetadata};
 use super::touched::fetch_touched;
 use crate::error::{Error, Result};
 use crate::sets::Verify;
@@ -81,21 +81,7 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
     fetch_touched(ctx, store, join, out, keep_key, stored_documents, &mut reads).await?;
     let unconfirmed = tonight_eligible(ctx, join.verify, out).await?;
 
-    // Candidates: tonight's fingerprints against every known one.
-    let known = scalar_u64(
-        ctx,
-        "SELECT count(*) FROM (SELECT simhash FROM fingerprints WHERE simhash IS NOT NULL \
-         UNION SELECT simhash FROM stored WHERE simhash IS NOT NULL)",
-    )
-    .await?;
-    let found = near_pairs(ctx, join, out, known, progress, |n, sources| {
-        format!("{n} candidate pairs of tonight's fingerprints among {known} known ({sources})")
-    })
-    .await?;
-    if join.verify.measure().is_some() {
-        let (near_count, candidate_count) = (found.edges.len(), found.candidates);
-        progress.done("verify", format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} copies rejected"));
-    }
+    let found = tonight_pairs(ctx, join, out, unconfirmed, progress).await?;
     let joined = found.into_components(ctx, out, join, night.keep, unconfirmed).await?;
 
     let created = store.manifest.is_none();
@@ -137,6 +123,25 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
         store: Some(store_summary),
         ..joined
     })
+}
+
+/// Candidates of tonight's fingerprints against every known one, checked.
+async fn tonight_pairs(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir, unconfirmed: u64, progress: &mut Progress) -> Result<NearPairs> {
+    let known = scalar_u64(
+        ctx,
+        "SELECT count(*) FROM (SELECT simhash FROM fingerprints WHERE simhash IS NOT NULL \
+         UNION SELECT simhash FROM stored WHERE simhash IS NOT NULL)",
+    )
+    .await?;
+    let found = near_pairs(ctx, join, out, known, progress, |n, sources| {
+        format!("{n} candidate pairs of tonight's fingerprints among {known} known ({sources})")
+    })
+    .await?;
+    if join.verify.measure().is_some() {
+        let (near_count, candidate_count) = (found.edges.len(), found.candidates);
+        progress.done("verify", format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} copies rejected"));
+    }
+    Ok(found)
 }
 
 /// Tonight's term sets (`term_sets`, beside the fetched stored ones) and the
@@ -211,14 +216,8 @@ struct NightReport {
 /// The night's report, staged in `out`: tonight's clusters
 /// (sql/95_store_clusters.sql) and pairs (sql/70_pairs.sql, as `dedup`).
 async fn night_report(ctx: &SessionContext, out: &OutputDir, meta: &FileMetadata, run_id: &str) -> Result<NightReport> {
-    let clusters_path = out.staged("clusters/part-00000.parquet");
-    collect(ctx, &render(sql::STORE_CLUSTERS, &[("path", &literal(&clusters_path))])).await?;
-    seal(ctx, &clusters_path, Some(meta)).await?;
-    register_parquet(ctx, "clusters", &clusters_path).await?;
-    let pairs_path = out.staged("pairs/part-00000.parquet");
-    collect(ctx, &render(sql::PAIRS, &[("path", &literal(&pairs_path))])).await?;
-    seal(ctx, &pairs_path, Some(meta)).await?;
-    register_parquet(ctx, "pairs", &pairs_path).await?;
+    materialize(ctx, sql::STORE_CLUSTERS, &[], &out.staged("clusters/part-00000.parquet"), "clusters", Some(meta)).await?;
+    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), "pairs", Some(meta)).await?;
     let counts = collect(
         ctx,
         &format!(

@@ -1,6 +1,7 @@
 //! `neardup pairs`: the join and clustering over an existing fingerprint
 //! table, with the stages a `dedup` run ends with.
 
+use datafusion::arrow::datatypes::Schema;
 use datafusion::prelude::SessionContext;
 
 use super::config::{JoinOptions, KeepRule};
@@ -35,65 +36,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     let mut progress = Progress::new(options);
     let input = &spec.fingerprints;
     let settings = check_fingerprint_settings(&ctx, &input.url).await?;
-    let schema = register_parquet(&ctx, "fingerprints_input", &input.url).await?;
-    let simhash = field(&schema, "simhash", input, "fingerprint", "a column named simhash")?;
-    if !simhash.data_type().is_integer() {
-        return Err(Error::input(format!(
-            "column 'simhash' of '{}' holds {}, but fingerprints must be 64-bit unsigned integers",
-            input.url,
-            simhash.data_type()
-        )));
-    }
-    check_id(field(&schema, "id", input, "document id", "a column named id")?, input)?;
-    let source = match schema.field_with_name("source") {
-        Ok(_) => format!("COALESCE(CAST(source AS VARCHAR), {})", literal(&input.name)),
-        Err(_) => literal(&input.name),
-    };
-    let extra = match &keep {
-        KeepRule::SmallestId => String::new(),
-        KeepRule::Longest => {
-            field(&schema, "n_chars", input, "keep rule 'longest'", "--keep smallest-id")?;
-            ", n_chars".into()
-        }
-        KeepRule::Earliest(c) | KeepRule::Latest(c) => {
-            field(&schema, c, input, "keep rule", "--keep")?;
-            format!(", {} AS keep_key", ident(c))
-        }
-    };
-    // MinHash band keys: the file's own when made with this plan, else
-    // computed here, once per document.
-    let plan = spec.join.candidates.minhash().then_some(spec.join.minhash);
-    let stored_plan = parquet_key_values(&ctx, &input.url)
-        .await?
-        .iter()
-        .filter_map(|(_, kv)| serde_json::from_str::<FileMetadata>(kv.get(METADATA_KEY)?).ok())
-        .map(|m| m.minhash)
-        .reduce(|a, b| if a == b { a } else { None })
-        .flatten();
-    let minhash = if plan.is_some() && plan == stored_plan && schema.field_with_name("minhash").is_ok() {
-        "minhash".to_string()
-    } else {
-        minhash_expression(plan, "term_set")
-    };
-    let term_set = match schema.field_with_name("term_set") {
-        Ok(_) => format!(", term_set, {minhash} AS minhash"),
-        Err(_) if spec.join.verify != Verify::None => {
-            return Err(Error::input(format!(
-                "'{}' has no term_set column, which --verify and --candidates minhash compare: \
-                 recompute the fingerprints with this version of neardup dedup",
-                input.url
-            )))
-        }
-        Err(_) => String::new(),
-    };
-    collect(
-        &ctx,
-        &format!(
-            "CREATE VIEW fingerprints AS SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
-             CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{extra} FROM fingerprints_input"
-        ),
-    )
-    .await?;
+    fingerprints_view(&ctx, spec, &keep).await?;
     progress.done("inputs", format!("fingerprints from '{}'", input.url));
     let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
     let result = async {
@@ -113,6 +56,77 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     }
     .await;
     finish(out, result, progress).await
+}
+
+/// The view `fingerprints` over the table `spec.fingerprints`, its columns
+/// checked: what `dedup` would have made of the same documents.
+async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRule) -> Result<()> {
+    let input = &spec.fingerprints;
+    let schema = register_parquet(ctx, "fingerprints_input", &input.url).await?;
+    let simhash = field(&schema, "simhash", input, "fingerprint", "a column named simhash")?;
+    if !simhash.data_type().is_integer() {
+        return Err(Error::input(format!(
+            "column 'simhash' of '{}' holds {}, but fingerprints must be 64-bit unsigned integers",
+            input.url,
+            simhash.data_type()
+        )));
+    }
+    check_id(field(&schema, "id", input, "document id", "a column named id")?, input)?;
+    let source = match schema.field_with_name("source") {
+        Ok(_) => format!("COALESCE(CAST(source AS VARCHAR), {})", literal(&input.name)),
+        Err(_) => literal(&input.name),
+    };
+    let extra = match keep {
+        KeepRule::SmallestId => String::new(),
+        KeepRule::Longest => {
+            field(&schema, "n_chars", input, "keep rule 'longest'", "--keep smallest-id")?;
+            ", n_chars".into()
+        }
+        KeepRule::Earliest(c) | KeepRule::Latest(c) => {
+            field(&schema, c, input, "keep rule", "--keep")?;
+            format!(", {} AS keep_key", ident(c))
+        }
+    };
+    let minhash = minhash_column(ctx, spec, &schema).await?;
+    let term_set = match schema.field_with_name("term_set") {
+        Ok(_) => format!(", term_set, {minhash} AS minhash"),
+        Err(_) if spec.join.verify != Verify::None => {
+            return Err(Error::input(format!(
+                "'{}' has no term_set column, which --verify and --candidates minhash compare: \
+                 recompute the fingerprints with this version of neardup dedup",
+                input.url
+            )))
+        }
+        Err(_) => String::new(),
+    };
+    collect(
+        ctx,
+        &format!(
+            "CREATE VIEW fingerprints AS SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
+             CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{extra} FROM fingerprints_input"
+        ),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The MinHash band keys of the table's documents: the file's own when made
+/// with this run's plan, else computed here, once per document.
+async fn minhash_column(ctx: &SessionContext, spec: &PairsSpec, schema: &Schema) -> Result<String> {
+    let input = &spec.fingerprints;
+    let plan = spec.join.candidates.minhash().then_some(spec.join.minhash);
+    let stored_plan = parquet_key_values(ctx, &input.url)
+        .await?
+        .iter()
+        .filter_map(|(_, kv)| serde_json::from_str::<FileMetadata>(kv.get(METADATA_KEY)?).ok())
+        .map(|m| m.minhash)
+        .reduce(|a, b| if a == b { a } else { None })
+        .flatten();
+    Ok(if plan.is_some() && plan == stored_plan && schema.field_with_name("minhash").is_ok() {
+        "minhash".to_string()
+    } else {
+        minhash_expression(plan, "term_set")
+    })
 }
 
 /// The settings all files of a fingerprint table were made with; an error

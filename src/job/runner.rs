@@ -23,7 +23,7 @@ use super::nightly;
 use super::store_run::StoreRun;
 use super::progress::{Progress, RunOptions};
 use super::query::{collect, collect_with, column_u64, scalar_u64};
-use super::tables::{seal, FileMetadata, METADATA_KEY};
+use super::tables::{materialize, FileMetadata, METADATA_KEY};
 use super::sql::{self, render};
 use super::summary::{FingerprintSettings, IdfSummary, InputSummary, RunCommand, Summary};
 use crate::error::{Error, Result};
@@ -317,9 +317,7 @@ async fn corpus_df_stage(
         None => {
             let df_path = out.staged("_work/corpus_df.parquet");
             let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None };
-            collect(ctx, &render(sql::CORPUS_DF, &[("path", &literal(&df_path))])).await?;
-            seal(ctx, &df_path, Some(&meta)).await?;
-            register_parquet(ctx, "corpus_df", &df_path).await?;
+            materialize(ctx, sql::CORPUS_DF, &[], &df_path, "corpus_df", Some(&meta)).await?;
             if let Some(save) = &fp.save_idf_model {
                 copy_file(ctx, &df_path, save).await?;
             }
@@ -356,26 +354,17 @@ async fn fingerprint_stage(
     let fp_path = out.staged("fingerprints/part-00000.parquet");
     let minhash = spec.join.candidates.minhash().then_some(spec.join.minhash);
     let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf.summary.as_ref().map(|i| i.n_docs), idf_model: None, minhash };
-    collect(
-        ctx,
-        &render(
-            sql::FINGERPRINTS,
-            &[
-                ("model", &urls),
-                ("model_version", &version),
-                ("n_docs", &n_docs),
-                ("weighting", &literal(&fp.weighting.to_string())),
-                ("formula", &literal(fp.idf.as_str())),
-                ("top_k", &fp.top_k.map_or("NULL".to_string(), |k| k.to_string())),
-                ("minhash", &minhash_expression(minhash, "term_set")),
-                ("keep_key", keep_key),
-                ("path", &literal(&fp_path)),
-            ],
-        ),
-    )
-    .await?;
-    seal(ctx, &fp_path, Some(&meta)).await?;
-    register_parquet(ctx, "fingerprints", &fp_path).await?;
+    let params: [(&str, &str); 8] = [
+        ("model", urls.as_str()),
+        ("model_version", &version),
+        ("n_docs", &n_docs),
+        ("weighting", &literal(&fp.weighting.to_string())),
+        ("formula", &literal(fp.idf.as_str())),
+        ("top_k", &fp.top_k.map_or("NULL".to_string(), |k| k.to_string())),
+        ("minhash", &minhash_expression(minhash, "term_set")),
+        ("keep_key", keep_key),
+    ];
+    materialize(ctx, sql::FINGERPRINTS, &params, &fp_path, "fingerprints", Some(&meta)).await?;
     progress.done("fingerprints", format!("weighting {}", fp.weighting));
     Ok(meta)
 }
@@ -501,25 +490,7 @@ pub(super) async fn join_stages(
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
 
-    // The documents that take part: all, or with verification all but the
-    // copies a shared fingerprint's largest consistent subgroup leaves out
-    // (sql/56_unconfirmed_copies.sql).
-    let unconfirmed = match verify.measure() {
-        None => {
-            collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
-            0
-        }
-        Some(_) => {
-            let batches = collect(ctx, sql::UNCONFIRMED_COPIES).await?;
-            let rejected = unconfirmed_copies(&batches, verify)?;
-            eligible_without(ctx, out, &rejected).await?;
-            let sets_path = out.staged("_work/term_sets.parquet");
-            super::touched::no_stored_term_sets(ctx).await?;
-            collect(ctx, &render(sql::TERM_SETS, &[("tonight", "eligible"), ("path", &literal(&sets_path))])).await?;
-            register_parquet(ctx, "term_sets", &sets_path).await?;
-            rejected.len() as u64
-        }
-    };
+    let unconfirmed = eligible(ctx, out, verify).await?;
 
     // Candidate pairs of distinct fingerprints: the banded join, MinHash
     // bands, or both; then the term-set check.
@@ -537,20 +508,9 @@ pub(super) async fn join_stages(
 
     progress.begin("clusters", None);
     let joined = found.into_components(ctx, out, join, keep, unconfirmed).await?;
-
-    let clusters_path = out.staged("clusters/part-00000.parquet");
-    collect(ctx, &render(sql::CLUSTERS, &[("path", &literal(&clusters_path)), ("keep_order", keep.order_by())])).await?;
-    seal(ctx, &clusters_path, meta).await?;
-    register_parquet(ctx, "clusters", &clusters_path).await?;
-    let batches = collect(ctx, "SELECT count(DISTINCT cluster_id), count(*) FROM clusters").await?;
-    let (clusters, in_clusters) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
-    progress.done("clusters", format!("{clusters} clusters holding {in_clusters} documents"));
+    let (clusters, in_clusters) = clusters_stage(ctx, out, keep, meta, progress).await?;
     progress.begin("pairs", None);
-
-    let pairs_path = out.staged("pairs/part-00000.parquet");
-    collect(ctx, &render(sql::PAIRS, &[("path", &literal(&pairs_path))])).await?;
-    seal(ctx, &pairs_path, meta).await?;
-    register_parquet(ctx, "pairs", &pairs_path).await?;
+    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), "pairs", meta).await?;
     let pairs = scalar_u64(ctx, "SELECT count(*) FROM pairs").await?;
     progress.done("pairs", format!("{pairs} pairs"));
 
@@ -562,6 +522,36 @@ pub(super) async fn join_stages(
         duplicates: in_clusters - clusters,
         ..joined
     })
+}
+
+/// The documents that take part (view `eligible`): all, or with a check all
+/// but the copies a shared fingerprint's largest consistent subgroup leaves
+/// out (sql/56_unconfirmed_copies.sql), whose term sets are then written
+/// (sql/57_term_sets.sql). Returns how many copies were left out.
+async fn eligible(ctx: &SessionContext, out: &OutputDir, verify: Verify) -> Result<u64> {
+    if verify.measure().is_none() {
+        collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
+        return Ok(0);
+    }
+    let batches = collect(ctx, sql::UNCONFIRMED_COPIES).await?;
+    let rejected = unconfirmed_copies(&batches, verify)?;
+    eligible_without(ctx, out, &rejected).await?;
+    let sets_path = out.staged("_work/term_sets.parquet");
+    super::touched::no_stored_term_sets(ctx).await?;
+    collect(ctx, &render(sql::TERM_SETS, &[("tonight", "eligible"), ("path", &literal(&sets_path))])).await?;
+    register_parquet(ctx, "term_sets", &sets_path).await?;
+    Ok(rejected.len() as u64)
+}
+
+/// Stage `clusters` (sql/60_clusters.sql): returns the clusters and the
+/// documents they hold.
+async fn clusters_stage(ctx: &SessionContext, out: &OutputDir, keep: &KeepRule, meta: Option<&FileMetadata>, progress: &mut Progress) -> Result<(u64, u64)> {
+    let path = out.staged("clusters/part-00000.parquet");
+    materialize(ctx, sql::CLUSTERS, &[("keep_order", keep.order_by())], &path, "clusters", meta).await?;
+    let batches = collect(ctx, "SELECT count(DISTINCT cluster_id), count(*) FROM clusters").await?;
+    let (clusters, in_clusters) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
+    progress.done("clusters", format!("{clusters} clusters holding {in_clusters} documents"));
+    Ok((clusters, in_clusters))
 }
 
 

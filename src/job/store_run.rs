@@ -35,6 +35,20 @@ pub struct StoreRun {
     root: ObjectPath,
 }
 
+/// The store's manifest (`store.json`), if it has one.
+async fn read_manifest(store: &dyn ObjectStore, root: &ObjectPath, url: &str) -> Result<Option<Manifest>> {
+    match store.get(&root.clone().join("store.json")).await {
+        Ok(got) => {
+            let bytes = got.bytes().await.map_err(|e| Error::runtime(format!("cannot read '{url}/store.json': {e}")))?;
+            Ok(Some(serde_json::from_slice::<Manifest>(&bytes).map_err(|e| {
+                Error::input(format!("'{url}/store.json' is not a neardup store manifest ({e}): is '{url}' a store?"))
+            })?))
+        }
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(crate::storage::store_failure(format!("cannot read '{url}/store.json'"), &e)),
+    }
+}
+
 /// The fields in which two settings differ, as `name: a ≠ b`.
 fn differences(a: &FingerprintSettings, b: &FingerprintSettings) -> String {
     let (a, b) = (serde_json::to_value(a).expect("settings serialise"), serde_json::to_value(b).expect("settings serialise"));
@@ -63,72 +77,12 @@ impl StoreRun {
         let run_id = options.run_id.clone().unwrap_or_default();
         super::config::check_run_id(&run_id)?;
         let (store, root) = locate(ctx, &url)?;
-        let manifest = match store.get(&root.clone().join("store.json")).await {
-            Ok(got) => {
-                let bytes = got.bytes().await.map_err(|e| Error::runtime(format!("cannot read '{url}/store.json': {e}")))?;
-                Some(serde_json::from_slice::<Manifest>(&bytes).map_err(|e| {
-                    Error::input(format!("'{url}/store.json' is not a neardup store manifest ({e}): is '{url}' a store?"))
-                })?)
-            }
-            Err(object_store::Error::NotFound { .. }) => None,
-            Err(e) => return Err(crate::storage::store_failure(format!("cannot read '{url}/store.json'"), &e)),
-        };
+        let manifest = read_manifest(store.as_ref(), &root, &url).await?;
         let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), segments: Vec::new(), minhash, store, root };
         if let Some(m) = &run.manifest {
-            check_format(&run.url, m)?;
-            if m.minhash != minhash {
-                let name = |p: Option<MinHashPlan>| p.map_or("none (SimHash candidates only)".to_string(), |p| p.to_string());
-                return Err(Error::input(format!(
-                    "store '{}' keeps MinHash keys of plan {}, this run asks for {}: use the store's --candidates \
-                     and --minhash, or start a new store",
-                    run.url,
-                    name(m.minhash),
-                    name(minhash)
-                )));
-            }
-            if m.settings != *settings {
-                return Err(Error::input(format!(
-                    "store '{}' holds fingerprints made with other settings ({}): they cannot be compared. \
-                     Run with the store's settings, or start a new store",
-                    run.url,
-                    differences(&m.settings, settings)
-                )));
-            }
-            if m.keep != keep.to_string() {
-                return Err(Error::input(format!(
-                    "store '{}' keeps representatives by '{}', this run by '{keep}': use --keep {}",
-                    run.url, m.keep, m.keep
-                )));
-            }
-            if let Some(model) = idf_model {
-                let given = content_identity(&read_object(ctx, model).await?);
-                if given != m.idf_model {
-                    return Err(Error::input(format!(
-                        "IDF model '{model}' ({given}) is not the store's frozen model ({}): fingerprints made with \
-                         it would not be comparable. Drop the model option to use the store's, or start a new store \
-                         to refresh the model",
-                        m.idf_model
-                    )));
-                }
-            }
+            run.check_manifest(ctx, m, settings, keep, idf_model).await?;
         }
-        let missing = local_path(&run.url).is_some_and(|p| !p.exists());
-        if !missing {
-            let layout = super::store::read_layout(run.store.as_ref(), &run.root, &run.url).await?;
-            if let Some(s) = layout.segments.iter().find(|s| s.runs.iter().any(|r| *r >= run.run_id)) {
-                return Err(Error::input(format!(
-                    "store '{}': segment '{}' holds runs up to '{}', so run '{}' cannot be run (again) now: \
-                     a compacted run cannot be replaced, and a run must come after every compacted one. \
-                     Use a later run id",
-                    run.url,
-                    s.id,
-                    s.runs.last().cloned().unwrap_or_default(),
-                    run.run_id
-                )));
-            }
-            run.earlier = layout.runs.into_iter().filter(|id| *id < run.run_id).collect();
-            run.segments = layout.segments;
-        }
+        run.read_runs().await?;
         if run.manifest.is_none() && !(run.earlier.is_empty() && run.segments.is_empty()) {
             return Err(Error::input(format!(
                 "'{}' has runs but no store.json: it is damaged or not a neardup store",
@@ -136,6 +90,70 @@ impl StoreRun {
             )));
         }
         Ok(run)
+    }
+
+    /// Refuse a store whose manifest `m` does not match the run: another
+    /// format, MinHash plan, fingerprint settings, keep rule or IDF model.
+    async fn check_manifest(&self, ctx: &SessionContext, m: &Manifest, settings: &FingerprintSettings, keep: &KeepRule, idf_model: Option<&str>) -> Result<()> {
+        check_format(&self.url, m)?;
+        if m.minhash != self.minhash {
+            let name = |p: Option<MinHashPlan>| p.map_or("none (SimHash candidates only)".to_string(), |p| p.to_string());
+            return Err(Error::input(format!(
+                "store '{}' keeps MinHash keys of plan {}, this run asks for {}: use the store's --candidates \
+                 and --minhash, or start a new store",
+                self.url,
+                name(m.minhash),
+                name(self.minhash)
+            )));
+        }
+        if m.settings != *settings {
+            return Err(Error::input(format!(
+                "store '{}' holds fingerprints made with other settings ({}): they cannot be compared. \
+                 Run with the store's settings, or start a new store",
+                self.url,
+                differences(&m.settings, settings)
+            )));
+        }
+        if m.keep != keep.to_string() {
+            return Err(Error::input(format!(
+                "store '{}' keeps representatives by '{}', this run by '{keep}': use --keep {}",
+                self.url, m.keep, m.keep
+            )));
+        }
+        let Some(model) = idf_model else { return Ok(()) };
+        let given = content_identity(&read_object(ctx, model).await?);
+        if given != m.idf_model {
+            return Err(Error::input(format!(
+                "IDF model '{model}' ({given}) is not the store's frozen model ({}): fingerprints made with \
+                 it would not be comparable. Drop the model option to use the store's, or start a new store \
+                 to refresh the model",
+                m.idf_model
+            )));
+        }
+        Ok(())
+    }
+
+    /// The committed runs before this one and the segments; refuses a run
+    /// id that a segment already covers or precedes.
+    async fn read_runs(&mut self) -> Result<()> {
+        if local_path(&self.url).is_some_and(|p| !p.exists()) {
+            return Ok(());
+        }
+        let layout = super::store::read_layout(self.store.as_ref(), &self.root, &self.url).await?;
+        if let Some(s) = layout.segments.iter().find(|s| s.runs.iter().any(|r| *r >= self.run_id)) {
+            return Err(Error::input(format!(
+                "store '{}': segment '{}' holds runs up to '{}', so run '{}' cannot be run (again) now: \
+                 a compacted run cannot be replaced, and a run must come after every compacted one. \
+                 Use a later run id",
+                self.url,
+                s.id,
+                s.runs.last().cloned().unwrap_or_default(),
+                self.run_id
+            )));
+        }
+        self.earlier = layout.runs.into_iter().filter(|id| *id < self.run_id).collect();
+        self.segments = layout.segments;
+        Ok(())
     }
 
     pub fn url(&self) -> &str {

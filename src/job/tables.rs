@@ -1,5 +1,7 @@
-//! Tables written by the client rather than by a statement: small work
-//! tables as in-memory Parquet, and the footer every output table carries.
+//! Tables as the pipeline writes them: a statement's output made a sealed,
+//! registered table ([`materialize`]); tables written by the client rather
+//! than by a statement (small work tables as in-memory Parquet); and the
+//! footer every output table carries.
 
 use std::sync::Arc;
 
@@ -11,10 +13,11 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 
 use super::query::collect;
+use super::sql::render;
 use super::summary::FingerprintSettings;
 use crate::error::Result;
 use crate::minhash::MinHashPlan;
-use crate::storage::{register_parquet, OutputDir};
+use crate::storage::{literal, register_parquet, OutputDir};
 
 /// The Parquet key-value metadata key of neardup's tables, added to each
 /// footer after the write (see [`crate::storage::footer`]).
@@ -39,6 +42,26 @@ impl FileMetadata {
     fn json(&self) -> String {
         serde_json::to_string(self).expect("metadata serialises")
     }
+}
+
+/// Run `template` (a `COPY (…) TO {{path}}` statement of `sql/`, with
+/// `params`) into the single file `path`, give it neardup's footer (`meta`)
+/// and register it as `table`: each step of the pipeline that writes a table.
+pub(super) async fn materialize(
+    ctx: &SessionContext,
+    template: &str,
+    params: &[(&str, &str)],
+    path: &str,
+    table: &str,
+    meta: Option<&FileMetadata>,
+) -> Result<()> {
+    let target = literal(path);
+    let mut all = params.to_vec();
+    all.push(("path", &target));
+    collect(ctx, &render(template, &all)).await?;
+    seal(ctx, path, meta).await?;
+    register_parquet(ctx, table, path).await?;
+    Ok(())
 }
 
 /// Give the table written at `path` neardup's footer: `meta` under

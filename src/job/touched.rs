@@ -25,9 +25,10 @@ use crate::storage::fetch::{narrow_minhash, rows_by_key, Take};
 use crate::storage::{literal, register_parquet, OutputDir};
 use crate::udf::night_partners::index as night_index;
 
-/// Register `stored`: the earlier runs' rows of every stored fingerprint
-/// that tonight touches (sql/89_store_probe.sql), fetched by page into the
-/// work folder. Everything after reads the store through this table only.
+/// Register `stored` and `stored_term_sets`: the earlier runs' rows of
+/// every stored fingerprint that tonight touches (sql/89_store_probe.sql),
+/// fetched by page into the work folder. Everything after reads the store
+/// through these tables only.
 pub(super) async fn fetch_touched(
     ctx: &SessionContext,
     store: &StoreRun,
@@ -41,12 +42,44 @@ pub(super) async fn fetch_touched(
         return register_nothing_stored(ctx, keep_key).await;
     }
     reads.store_bytes = store.earlier_bytes(ctx).await?;
-    let index_path = out.staged("_work/night_index.parquet");
-    let index = format!(
-        "COPY (SELECT simhash, minhash FROM fingerprints WHERE simhash IS NOT NULL) TO {} STORED AS PARQUET",
-        literal(&index_path)
-    );
-    collect(ctx, &index).await?;
+    let probed = probe(ctx, store, join, out, stored, reads).await?;
+    let started = std::time::Instant::now();
+    let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &probed.wanted, Take::FirstPer("run")).await?;
+    let rows = rows.into_iter().map(narrow_minhash).collect::<Result<Vec<_>>>()?;
+    log::debug!("{:>6} ms  fetch: {} rows from {} files", started.elapsed().as_millis(), fetched.rows, fetched.objects);
+    reads.fetch_bytes += fetched.bytes;
+    reads.fetch_objects += fetched.objects;
+    reads.fetched_rows = fetched.rows;
+    let schema = schema.ok_or_else(|| Error::runtime(format!("store '{}' has no readable runs", store.url())))?;
+    let firsts = FirstRows::of(&schema, rows)?;
+    log::debug!("{:>6} ms  fetch: {} rows chosen", started.elapsed().as_millis(), firsts.chosen.len());
+    let tonight = night_index(&probed.index, &probed.version, probed.k, probed.m).map_err(Error::from)?;
+    let (term_sets, rest) = work_tables(&schema, &firsts, &tonight, started)?;
+    out.put("_work/stored_term_sets.parquet", term_sets).await?;
+    out.put("_work/stored.parquet", rest).await?;
+    log::debug!("{:>6} ms  fetch: stored.parquet and stored_term_sets.parquet written", started.elapsed().as_millis());
+    register_parquet(ctx, "stored", &out.staged("_work/stored.parquet")).await?;
+    register_parquet(ctx, "stored_term_sets", &out.staged("_work/stored_term_sets.parquet")).await?;
+    reads.fetch_ms = started.elapsed().as_millis() as u64;
+    Ok(())
+}
+
+/// What the probe found: the stored fingerprints to fetch, by file, and
+/// tonight's index (as `night_touched` read it) to trim their keys with.
+struct Probed {
+    wanted: Vec<(Vec<u64>, bool)>,
+    index: String,
+    version: String,
+    k: u32,
+    m: Option<u32>,
+}
+
+/// Tonight's index written to the work folder, and the probe of every
+/// stored row against it (sql/89_store_probe.sql).
+async fn probe(ctx: &SessionContext, store: &StoreRun, join: &JoinOptions, out: &OutputDir, stored: u64, reads: &mut StoreReads) -> Result<Probed> {
+    let index = out.staged("_work/night_index.parquet");
+    let write = format!("COPY (SELECT simhash, minhash FROM fingerprints WHERE simhash IS NOT NULL) TO {} STORED AS PARQUET", literal(&index));
+    collect(ctx, &write).await?;
     let k = join.max_hamming;
     let m = match join.candidates.simhash() {
         true => Some(match join.blocks {
@@ -64,7 +97,7 @@ pub(super) async fn fetch_touched(
     let statement = render(
         sql::STORE_PROBE,
         &[
-            ("index", &literal(&index_path)),
+            ("index", &literal(&index)),
             ("version", &literal(&version)),
             ("k", &k.to_string()),
             ("m", &m.map_or("NULL".into(), |m| m.to_string())),
@@ -77,40 +110,27 @@ pub(super) async fn fetch_touched(
     let mut touched: Vec<u64> = wanted.iter().flat_map(|w| w.0.iter().copied()).collect();
     touched.sort_unstable();
     touched.dedup();
+    reads.touched_fingerprints = touched.len() as u64;
+    Ok(Probed { wanted, index, version, k, m })
+}
 
-    let started = std::time::Instant::now();
-    let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &wanted, Take::FirstPer("run")).await?;
-    let rows = rows.into_iter().map(narrow_minhash).collect::<Result<Vec<_>>>()?;
-    log::debug!("{:>6} ms  fetch: {} rows from {} files", started.elapsed().as_millis(), fetched.rows, fetched.objects);
-    reads.fetch_bytes += fetched.bytes;
-    reads.fetch_objects += fetched.objects;
-    reads.fetched_rows = fetched.rows;
-    let schema = schema.ok_or_else(|| Error::runtime(format!("store '{}' has no readable runs", store.url())))?;
-    let firsts = FirstRows::of(&schema, rows)?;
-    log::debug!("{:>6} ms  fetch: {} rows chosen", started.elapsed().as_millis(), firsts.chosen.len());
-    let tonight = night_index(&index_path, &version, k, m).map_err(Error::from)?;
-    let (term_sets, rest) = (columns(&schema, &TERM_SET_COLUMNS)?, columns_but(&schema, &["term_set", "minhash"])?);
-    // The two work files are made at once, on two cores: the term sets
-    // (their keys trimmed) and the rest of the rows.
+/// The two work files, made at once on two cores: `stored_term_sets` (the
+/// first rows by document, their keys trimmed) and `stored` (the chosen
+/// rows without term sets and keys), as Parquet bytes.
+fn work_tables(schema: &SchemaRef, firsts: &FirstRows, tonight: &NightIndex, started: std::time::Instant) -> Result<(Vec<u8>, Vec<u8>)> {
+    let (term_sets, rest) = (columns(schema, &TERM_SET_COLUMNS)?, columns_but(schema, &["term_set", "minhash"])?);
     let (term_sets, rest) = std::thread::scope(|scope| {
         let term_sets = scope.spawn(|| -> Result<Vec<u8>> {
             let rows = firsts.gather(&firsts.by_doc, &term_sets)?;
             let all_keys = minhash_key_count(&rows);
-            let rows = keys_meeting_tonight(&rows, &tonight)?;
+            let rows = keys_meeting_tonight(&rows, tonight)?;
             log::debug!("{:>6} ms  fetch: {} of their {all_keys} MinHash keys kept", started.elapsed().as_millis(), minhash_key_count(&rows));
             write_batches(Arc::new(schema.project(&term_sets)?), &rows)
         });
         let rest = firsts.gather(&firsts.chosen, &rest).and_then(|rows| write_batches(Arc::new(schema.project(&rest)?), &rows));
         (term_sets.join().expect("the term sets' thread does not panic"), rest)
     });
-    out.put("_work/stored_term_sets.parquet", term_sets?).await?;
-    out.put("_work/stored.parquet", rest?).await?;
-    log::debug!("{:>6} ms  fetch: stored.parquet and stored_term_sets.parquet written", started.elapsed().as_millis());
-    register_parquet(ctx, "stored", &out.staged("_work/stored.parquet")).await?;
-    register_parquet(ctx, "stored_term_sets", &out.staged("_work/stored_term_sets.parquet")).await?;
-    reads.fetch_ms = started.elapsed().as_millis() as u64;
-    reads.touched_fingerprints = touched.len() as u64;
-    Ok(())
+    Ok((term_sets?, rest?))
 }
 
 /// The columns of `stored_term_sets`: what 57_term_sets.sql reads of a

@@ -13,7 +13,7 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StructArray, UInt64Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, ListArray, StructArray, UInt64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, UInt64Type};
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
@@ -53,6 +53,93 @@ fn execution(e: impl std::fmt::Display) -> DataFusionError {
     DataFusionError::Execution(format!("idf_simhash: {e}"))
 }
 
+/// The constant arguments of a call, read once per batch.
+struct Options {
+    weighting: Weighting,
+    formula: IdfFormula,
+    top_k: Option<usize>,
+    /// The corpus size N (0 when the weighting uses no IDF).
+    n: f64,
+    /// The document frequencies by term hash, when the weighting uses IDF.
+    model: Option<Arc<DfTable>>,
+}
+
+impl Options {
+    fn of(args: &[ColumnarValue], name: &str) -> Result<Options> {
+        let weighting: Weighting = match scalar_str(args, 4, name, "weighting")? {
+            Some(w) => w.parse().map_err(execution)?,
+            None => Weighting::default(),
+        };
+        let formula: IdfFormula = match scalar_str(args, 5, name, "formula")? {
+            Some(f) => f.parse().map_err(execution)?,
+            None => IdfFormula::default(),
+        };
+        let top_k = match args.get(6) {
+            None | Some(ColumnarValue::Scalar(ScalarValue::Int64(None) | ScalarValue::Null)) => None,
+            Some(ColumnarValue::Scalar(ScalarValue::Int64(Some(k)))) if *k > 0 => Some(*k as usize),
+            Some(_) => return exec_err!("idf_simhash: 'top_k' must be a positive integer constant or NULL"),
+        };
+        let n = match &args[3] {
+            ColumnarValue::Scalar(ScalarValue::Float64(n)) => *n,
+            _ => return exec_err!("idf_simhash: 'n' must be a constant"),
+        };
+        let model = match (weighting.needs_idf(), scalar_str(args, 1, name, "model")?) {
+            (false, _) => None,
+            (true, Some(urls)) if !urls.is_empty() => {
+                let version = scalar_str(args, 2, name, "version")?.unwrap_or_default();
+                Some(model(&urls, &version)?)
+            }
+            (true, _) => return exec_err!("idf_simhash: weighting '{weighting}' needs a df table ('model')"),
+        };
+        let n = match (weighting.needs_idf(), n) {
+            (true, None) => return exec_err!("idf_simhash: weighting '{weighting}' needs the corpus size n"),
+            (_, n) => n.unwrap_or(0.0),
+        };
+        Ok(Options { weighting, formula, top_k, n, model })
+    }
+
+    /// Each row's fingerprint (NULL without terms) and its number of kept
+    /// terms, from its terms' hashes and factors.
+    fn fingerprints(&self, list: &ListArray, hash: &UInt64Array, factors: &FactorColumns) -> (Vec<Option<u64>>, Vec<i64>) {
+        let offsets = list.value_offsets();
+        let mut simhashes = Vec::with_capacity(list.len());
+        let mut n_terms = Vec::with_capacity(list.len());
+        let mut votes: Vec<(u64, f64, u32)> = Vec::new();
+        for row in 0..list.len() {
+            votes.clear();
+            if list.is_valid(row) {
+                for j in offsets[row] as usize..offsets[row + 1] as usize {
+                    let factors = factors.get(j);
+                    let h = hash.value(j);
+                    // A term missing from the document frequencies counts as df = 1.
+                    let idf = match &self.model {
+                        Some(df) => self.formula.idf(df.get(&h).copied().unwrap_or(1.0), self.n),
+                        None => 1.0,
+                    };
+                    votes.push((h, self.weighting.weight(&factors, idf), factors.count));
+                }
+            }
+            if let Some(k) = self.top_k.filter(|&k| k < votes.len()) {
+                // The K heaviest terms; ties go to the smaller hash.
+                votes.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                votes.truncate(k);
+            }
+            if votes.is_empty() {
+                simhashes.push(None);
+                n_terms.push(0);
+                continue;
+            }
+            let mut hasher = SimHasher::default();
+            for &(h, w, _) in &votes {
+                hasher.add_fixed(h, fixed_weight(w));
+            }
+            simhashes.push(Some(hasher.finish()));
+            n_terms.push(votes.iter().map(|v| i64::from(v.2)).sum());
+        }
+        (simhashes, n_terms)
+    }
+}
+
 impl ScalarUDFImpl for IdfSimhash {
     fn name(&self) -> &str {
         "idf_simhash"
@@ -87,37 +174,7 @@ impl ScalarUDFImpl for IdfSimhash {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let name = self.name();
-        let weighting: Weighting = match scalar_str(&args.args, 4, name, "weighting")? {
-            Some(w) => w.parse().map_err(execution)?,
-            None => Weighting::default(),
-        };
-        let formula: IdfFormula = match scalar_str(&args.args, 5, name, "formula")? {
-            Some(f) => f.parse().map_err(execution)?,
-            None => IdfFormula::default(),
-        };
-        let top_k = match args.args.get(6) {
-            None | Some(ColumnarValue::Scalar(ScalarValue::Int64(None) | ScalarValue::Null)) => None,
-            Some(ColumnarValue::Scalar(ScalarValue::Int64(Some(k)))) if *k > 0 => Some(*k as usize),
-            Some(_) => return exec_err!("idf_simhash: 'top_k' must be a positive integer constant or NULL"),
-        };
-        let n = match &args.args[3] {
-            ColumnarValue::Scalar(ScalarValue::Float64(n)) => *n,
-            _ => return exec_err!("idf_simhash: 'n' must be a constant"),
-        };
-        let model = match (weighting.needs_idf(), scalar_str(&args.args, 1, name, "model")?) {
-            (false, _) => None,
-            (true, Some(urls)) if !urls.is_empty() => {
-                let version = scalar_str(&args.args, 2, name, "version")?.unwrap_or_default();
-                Some(model(&urls, &version)?)
-            }
-            (true, _) => return exec_err!("idf_simhash: weighting '{weighting}' needs a df table ('model')"),
-        };
-        let n = match (weighting.needs_idf(), n) {
-            (true, None) => return exec_err!("idf_simhash: weighting '{weighting}' needs the corpus size n"),
-            (_, n) => n.unwrap_or(0.0),
-        };
-
+        let options = Options::of(&args.args, self.name())?;
         let (arrays, all_scalar) = to_arrays(&args.args[..1], args.number_rows)?;
         let list = arrays[0].as_list::<i32>();
         let items = list.values().as_struct();
@@ -125,46 +182,10 @@ impl ScalarUDFImpl for IdfSimhash {
             items.column_by_name("hash").ok_or_else(|| execution("the terms have no field 'hash' (pass the list term_stats returns)"))?,
             &DataType::UInt64,
         )?;
-        let hash = hash.as_primitive::<UInt64Type>();
         let factors = FactorColumns::of(items, |name| {
             format!("idf_simhash: the terms have no field '{name}' (pass the list term_stats returns)")
         })?;
-
-        let offsets = list.value_offsets();
-        let mut simhashes = Vec::with_capacity(list.len());
-        let mut n_terms = Vec::with_capacity(list.len());
-        let mut votes: Vec<(u64, f64, u32)> = Vec::new();
-        for row in 0..list.len() {
-            votes.clear();
-            if list.is_valid(row) {
-                for j in offsets[row] as usize..offsets[row + 1] as usize {
-                    let factors = factors.get(j);
-                    let h = hash.value(j);
-                    // A term missing from the document frequencies counts as df = 1.
-                    let idf = match &model {
-                        Some(df) => formula.idf(df.get(&h).copied().unwrap_or(1.0), n),
-                        None => 1.0,
-                    };
-                    votes.push((h, weighting.weight(&factors, idf), factors.count));
-                }
-            }
-            if let Some(k) = top_k.filter(|&k| k < votes.len()) {
-                // The K heaviest terms; ties go to the smaller hash.
-                votes.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                votes.truncate(k);
-            }
-            if votes.is_empty() {
-                simhashes.push(None);
-                n_terms.push(0);
-                continue;
-            }
-            let mut hasher = SimHasher::default();
-            for &(h, w, _) in &votes {
-                hasher.add_fixed(h, fixed_weight(w));
-            }
-            simhashes.push(Some(hasher.finish()));
-            n_terms.push(votes.iter().map(|v| i64::from(v.2)).sum());
-        }
+        let (simhashes, n_terms) = options.fingerprints(list, hash.as_primitive::<UInt64Type>(), &factors);
         crate::progress::add(list.len() as u64, 0);
         let columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(simhashes)), Arc::new(Int64Array::from(n_terms))];
         finish(Arc::new(StructArray::new(result_fields(), columns, None)), all_scalar)
