@@ -63,6 +63,19 @@ impl Error {
         }
     }
 
+    /// The message and, below it, each error of its chain whose text the
+    /// lines above do not already hold: what the user reads.
+    pub fn report(&self) -> String {
+        let mut report = self.message.clone();
+        for cause in chain(self).skip(1) {
+            let text = cause.to_string();
+            if !report.contains(&text) {
+                report += &format!("\n  caused by: {text}");
+            }
+        }
+        report
+    }
+
     /// Prefix the message with what was being done.
     pub fn context(mut self, what: impl fmt::Display) -> Error {
         self.message = format!("{what}: {}", self.message);
@@ -174,6 +187,15 @@ mod tests {
         assert_eq!(Error::from(DataFusionError::Plan("no column x".into())).exit_code(), 2);
         // A message that only mentions a full disk is not one.
         assert_eq!(Error::from(DataFusionError::Execution("No space left on device".into())).to_string(), "Execution error: No space left on device");
+    }
+
+    #[test]
+    fn the_report_adds_only_causes_not_yet_told() {
+        let e = Error::from(DataFusionError::Execution("boom".into())).context("stage");
+        assert_eq!(e.report(), "stage: Execution error: boom");
+        let io = std::io::Error::other("the disk went away");
+        let e = Error::runtime("cannot write 'x'").from_source(io);
+        assert_eq!(e.report(), "cannot write 'x'\n  caused by: the disk went away");
     }
 
     #[test]

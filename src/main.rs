@@ -156,7 +156,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let (code, message) = (e.exit_code(), format!("error: {e}"));
+            let (code, message) = (e.exit_code(), format!("error: {}", e.report()));
             let kind = if code == 2 { "bad input or configuration: not retryable" } else { "runtime failure: may succeed when retried" };
             log_format.line("error", "error", &message, serde_json::json!({ "exit_code": code, "kind": kind }));
             ExitCode::from(code as u8)

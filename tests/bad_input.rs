@@ -39,11 +39,7 @@ fn folder_with_good_file(dir: &Path, name: &str) -> std::path::PathBuf {
 }
 
 fn fails_with(o: &std::process::Output, needles: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "expected exit 2, stderr:\n{err}");
-    for n in needles {
-        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
-    }
+    exits_with(o, 2, needles);
 }
 
 fn nothing_left(dir: &Path, out: &Path) {
@@ -222,4 +218,50 @@ fn a_full_disk_while_spilling_fails_clearly() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("disk is full") && err.contains(tiny.to_str().unwrap()) && err.contains("TMPDIR"), "{err}");
     nothing_left(dir.path(), &out);
+}
+
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let news = sample("news.parquet");
+
+    exits_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--text-col", "body"]), 2, &["no column 'body'", "--text-col", "id, text, date"]);
+    exits_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--id-col", "nope"]), 2, &["no column 'nope'"]);
+    exits_with(&neardup(&["dedup", "-q", "-i", "/no/such/file.parquet", "-o", o]), 2, &["/no/such/file.parquet", "does not exist"]);
+    exits_with(&neardup(&["dedup", "-q", "-i", &format!("{}/*.nothing", dir.path().display()), "-o", o]), 2, &["no Parquet files"]);
+    let fake = dir.path().join("fake.parquet");
+    std::fs::write(&fake, "id,text\n1,hello\n").unwrap();
+    exits_with(&neardup(&["dedup", "-q", "-i", fake.to_str().unwrap(), "-o", o]), 2, &["fake.parquet", "not a Parquet file"]);
+    exits_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--tokenizer", "exact"]), 2, &["unknown tokenizer 'exact'"]);
+    exits_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "-k", "40"]), 2, &["too large"]);
+    exits_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--user-dict", "/no/dict.txt"]), 2, &["/no/dict.txt"]);
+    exits_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--keep", "earliest:when"]), 2, &["no input has the column 'when'"]);
+    exits_with(&neardup(&["dedup", "-q", "-i", &news, "-i", &news, "-o", o]), 2, &["both named 'news'"]);
+    // A glob that picks up a non-Parquet file among Parquet ones.
+    exits_with(&neardup(&["dedup", "-q", "-i", &format!("{}/**/*.parquet", dir.path().display()), "-o", o]), 2, &[]);
+    assert!(!out.exists(), "a failed run leaves no output");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(leftovers.iter().all(|n| !n.to_string_lossy().contains("staging")), "{leftovers:?}");
+
+    // An existing output is not overwritten without --overwrite.
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("keep.txt"), "precious").unwrap();
+    exits_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o]), 2, &["already exists", "--overwrite"]);
+    assert_eq!(std::fs::read_to_string(out.join("keep.txt")).unwrap(), "precious");
+
+    let job = dir.path().join("bad.toml");
+    std::fs::write(&job, "output = \"x\"\n[[input]]\nname = \"a\"\nurl = \"a.parquet\"\n[join]\nmax_haming = 2\n").unwrap();
+    exits_with(&neardup(&["run", job.to_str().unwrap()]), 2, &["max_haming", "line 6"]);
+    exits_with(&neardup(&["dedup", "--bogus"]), 2, &["--bogus"]);
+}
+
+#[test]
+fn non_text_column_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("out");
+    let made = dir.path().join("nums.parquet");
+    ok(&neardup(&["sql", "-c", &format!("COPY (SELECT 1 AS id, 42 AS text) TO '{}' STORED AS PARQUET", made.display())]));
+    exits_with(&neardup(&["dedup", "-q", "-i", made.to_str().unwrap(), "-o", o.to_str().unwrap()]), 2, &["column 'text'", "must be text"]);
 }

@@ -8,9 +8,8 @@ use std::sync::Arc;
 use datafusion::arrow::array::{RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::datasource::MemTable;
-use neardup::job::sql::{render, NEAR_PAIRS};
+use neardup::job::sql::{render, Param, NEAR_PAIRS};
 use neardup::join::{brute_force_pairs, BandPlan};
-use neardup::storage::literal;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -73,7 +72,7 @@ async fn banded_pairs(fps: &[u64], k: u32, m: u32, partitions: usize) -> BTreeSe
     ctx.sql("CREATE VIEW stored AS SELECT * FROM fingerprints WHERE false").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("near/near.parquet").display().to_string();
-    let statement = render(NEAR_PAIRS, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &m.to_string())]);
+    let statement = render(NEAR_PAIRS, &[("path", Param::Text(&path)), ("k", Param::Int(u64::from(k))), ("m", Param::Int(u64::from(m)))]);
     ctx.sql(&statement).await.unwrap().collect().await.unwrap();
     let batches = common::read_dir(&dir.path().join("near"));
     let (a, b, h) = (common::u64s(&batches, "simhash_a"), common::u64s(&batches, "simhash_b"), common::u64s(&batches, "hamming"));

@@ -10,8 +10,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use neardup::job::sql::{render, MINHASH_BUCKETS, MINHASH_CANDIDATES, TERM_SETS, VERIFIED_PAIRS};
-use neardup::storage::literal;
+use neardup::job::sql::{render, Param, MINHASH_BUCKETS, MINHASH_CANDIDATES, TERM_SETS, VERIFIED_PAIRS};
 
 mod common;
 use common::{neardup, ok, read_dir, shared_data, u64s};
@@ -49,15 +48,14 @@ async fn minhash_pairs(fingerprints: &Path, split: bool, hot: u64, work: &Path) 
         async move { ctx.sql(&statement).await.unwrap().collect().await.unwrap() }
     };
     let path = |name: &str| work.join(name).display().to_string();
-    run(render(TERM_SETS, &[("tonight", "fingerprints"), ("path", &literal(&path("term_sets.parquet")))])).await;
+    run(render(TERM_SETS, &[("tonight", Param::Ident("fingerprints")), ("path", Param::Text(&path("term_sets.parquet")))])).await;
     neardup::storage::register_parquet(&ctx, "term_sets", &path("term_sets.parquet")).await.unwrap();
-    run(render(MINHASH_BUCKETS, &[("path", &literal(&path("buckets/buckets.parquet")))])).await;
+    run(render(MINHASH_BUCKETS, &[("path", Param::Text(&path("buckets/buckets.parquet")))])).await;
     neardup::storage::register_parquet(&ctx, "minhash_buckets", &path("buckets/buckets.parquet")).await.unwrap();
     let candidates = path("candidates/minhash.parquet");
-    let hot_text = hot.to_string();
-    run(render(MINHASH_CANDIDATES, &[("path", &literal(&candidates)), ("hot", &hot_text), ("threshold", "0.5")])).await;
+    run(render(MINHASH_CANDIDATES, &[("path", Param::Text(&candidates)), ("hot", Param::Int(hot)), ("threshold", Param::Float(0.5))])).await;
     neardup::storage::register_parquet(&ctx, "candidates", &path("candidates/")).await.unwrap();
-    run(render(VERIFIED_PAIRS, &[("path", &literal(&path("near/near.parquet"))), ("measure", "'jaccard'"), ("threshold", "0.5")])).await;
+    run(render(VERIFIED_PAIRS, &[("path", Param::Text(&path("near/near.parquet"))), ("measure", Param::Text("jaccard")), ("threshold", Param::Float(0.5))])).await;
 
     let near = read_dir(&work.join("near"));
     let (a, b) = (u64s(&near, "simhash_a"), u64s(&near, "simhash_b"));

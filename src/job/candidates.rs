@@ -7,7 +7,7 @@ use datafusion::prelude::SessionContext;
 use super::config::{Candidates, JoinOptions};
 use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64};
-use super::sql::{self, render};
+use super::sql::{self, render, Param};
 use super::summary::{BandPlanSummary, Summary};
 use super::tables::{components_parquet, view_without};
 use super::KeepRule;
@@ -15,7 +15,7 @@ use crate::cluster::components;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
 use crate::sets::Verify;
-use crate::storage::{literal, register_parquet, OutputDir};
+use crate::storage::{register_parquet, OutputDir};
 
 /// The view `eligible`: the fingerprints without the `rejected` documents
 /// (kept in the work folder as `unconfirmed`).
@@ -94,23 +94,24 @@ pub(super) async fn near_pairs(
         }
         .map_err(Error::input)?;
         let path = out.staged("_work/candidates/simhash.parquet");
-        collect(ctx, &render(sql::NEAR_PAIRS, &[("path", &literal(&path)), ("k", &k.to_string()), ("m", &p.m.to_string())])).await?;
+        let params = [("path", Param::Text(&path)), ("k", Param::Int(u64::from(k))), ("m", Param::Int(u64::from(p.m)))];
+        collect(ctx, &render(sql::NEAR_PAIRS, &params)).await?;
         sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
         plan = Some(p);
     }
     if join.candidates.minhash() {
         let buckets = out.staged("_work/minhash_buckets.parquet");
-        collect(ctx, &render(sql::MINHASH_BUCKETS, &[("path", &literal(&buckets))])).await?;
+        collect(ctx, &render(sql::MINHASH_BUCKETS, &[("path", Param::Text(&buckets))])).await?;
         register_parquet(ctx, "minhash_buckets", &buckets).await?;
         let path = out.staged("_work/candidates/minhash.parquet");
         // Hot buckets give only pairs that pass a Jaccard check; other
         // checks take every pair of every bucket.
         let (hot, threshold) = match join.verify {
-            Verify::Jaccard(t) => (HOT_BUCKET.to_string(), format!("{t:?}")),
-            _ => (i64::MAX.to_string(), "1.0".to_string()),
+            Verify::Jaccard(t) => (HOT_BUCKET, t),
+            _ => (i64::MAX as u64, 1.0),
         };
-        let target = literal(&path);
-        collect(ctx, &render(sql::MINHASH_CANDIDATES, &[("path", &target), ("hot", &hot), ("threshold", &threshold)])).await?;
+        let params = [("path", Param::Text(&path)), ("hot", Param::Int(hot)), ("threshold", Param::Float(threshold))];
+        collect(ctx, &render(sql::MINHASH_CANDIDATES, &params)).await?;
         sources.push(format!("MinHash {}", join.minhash));
     }
     let candidates_path = out.staged("_work/candidates/");
@@ -125,7 +126,7 @@ pub(super) async fn near_pairs(
             let near_path = out.staged("_work/near_pairs.parquet");
             let statement = render(
                 sql::VERIFIED_PAIRS,
-                &[("path", &literal(&near_path)), ("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))],
+                &[("path", Param::Text(&near_path)), ("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))],
             );
             collect(ctx, &statement).await?;
             near_path

@@ -8,9 +8,9 @@ use datafusion::prelude::SessionContext;
 
 use super::config::{DuplicateIds, JobSpec, KeepRule};
 use super::query::{collect, column_u64, scalar_u64, strings};
-use super::sql::{self, render};
+use super::sql::{self, render, Param};
 use crate::error::{Error, Result};
-use crate::storage::{ident, literal, register_parquet, InputSpec};
+use crate::storage::{ident, register_parquet, InputSpec};
 
 fn is_text(t: &DataType) -> bool {
     matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
@@ -100,12 +100,12 @@ pub(super) async fn register_documents(ctx: &SessionContext, spec: &JobSpec, kee
         selects.push(render(
             sql::DOCUMENTS,
             &[
-                ("source", &literal(&input.name)),
-                ("id", &ident(&spec.columns.id)),
-                ("text", &ident(&spec.columns.text)),
-                ("title", &title),
-                ("keep_key", &keep_key),
-                ("table", &ident(&table)),
+                ("source", Param::Text(&input.name)),
+                ("id", Param::Ident(&spec.columns.id)),
+                ("text", Param::Ident(&spec.columns.text)),
+                ("title", Param::Sql(&title)),
+                ("keep_key", Param::Sql(&keep_key)),
+                ("table", Param::Ident(&table)),
             ],
         ));
     }

@@ -31,7 +31,7 @@ use super::candidates::{eligible_without, near_pairs, NearPairs};
 use super::config::{JobSpec, JoinOptions, KeepRule};
 use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, strings};
-use super::sql::{self, render};
+use super::sql::{self, render, Param};
 use super::store_run::StoreRun;
 use super::summary::{content_identity, FingerprintSettings, StoreReads, StoreSummary, Summary};
 use super::tables::{materialize, seal, view_without, FileMetadata};
@@ -150,13 +150,13 @@ async fn tonight_pairs(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir
 /// stored or new (sql/93_store_unconfirmed.sql). Returns how many failed.
 async fn tonight_eligible(ctx: &SessionContext, verify: Verify, out: &OutputDir) -> Result<u64> {
     let sets_path = out.staged("_work/term_sets.parquet");
-    collect(ctx, &render(sql::TERM_SETS, &[("tonight", "fingerprints"), ("path", &literal(&sets_path))])).await?;
+    collect(ctx, &render(sql::TERM_SETS, &[("tonight", Param::Ident("fingerprints")), ("path", Param::Text(&sets_path))])).await?;
     register_parquet(ctx, "term_sets", &sets_path).await?;
     let Some((measure, threshold)) = verify.measure() else {
         collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
         return Ok(0);
     };
-    let statement = render(sql::STORE_UNCONFIRMED, &[("measure", &literal(measure)), ("threshold", &format!("{threshold:?}"))]);
+    let statement = render(sql::STORE_UNCONFIRMED, &[("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))]);
     let mut rejected = Vec::new();
     for b in collect(ctx, &statement).await? {
         let (sources, ids) = (strings(&b, 0)?, strings(&b, 1)?);
@@ -180,10 +180,10 @@ async fn stage_run(ctx: &SessionContext, store: &StoreRun, night: &Night<'_>, ke
         let statement = render(
             sql::STORE_RUN,
             &[
-                ("keep_key", keep_key),
-                ("keep_key_f", if keep_key.is_empty() { "" } else { ", f.keep_key" }),
-                ("keep_order", night.keep.order_by()),
-                ("run", &literal(&store.run_id)),
+                ("keep_key", Param::Sql(keep_key)),
+                ("keep_key_f", Param::Sql(if keep_key.is_empty() { "" } else { ", f.keep_key" })),
+                ("keep_order", Param::Sql(night.keep.order_by())),
+                ("run", Param::Text(&store.run_id)),
             ],
         );
         crate::storage::sorted::write_query(ctx, &statement, &run_path).await?;

@@ -24,14 +24,14 @@ use super::store_run::StoreRun;
 use super::progress::{Progress, RunOptions};
 use super::query::{collect, collect_with, column_u64, scalar_u64};
 use super::tables::{materialize, FileMetadata, METADATA_KEY};
-use super::sql::{self, render};
+use super::sql::{self, render, Param};
 use super::summary::{FingerprintSettings, IdfSummary, InputSummary, RunCommand, Summary};
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
 use crate::session::context;
 use crate::sets::Verify;
 use crate::storage::lease::Lease;
-use crate::storage::{copy_file, ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
+use crate::storage::{copy_file, parquet_key_values, register_parquet, InputSpec, OutputDir};
 
 /// Settings for the segmentation statement. Segmentation costs far more per
 /// row than reading, so it must be spread over every core even when an
@@ -192,7 +192,7 @@ async fn dedup_stages(
 ) -> Result<Summary> {
     let keep_key = if keep.column().is_some() { ", keep_key" } else { "" };
     let (boilerplate, boilerplate_lines) = boilerplate_stage(ctx, &spec.fingerprint, progress).await?;
-    let corpus_n = segment_stage(ctx, &spec.fingerprint, keep_key, &boilerplate, out, progress).await?;
+    let corpus_n = segment_stage(ctx, &spec.fingerprint, keep_key, boilerplate.as_deref(), out, progress).await?;
     let idf = corpus_df_stage(ctx, &spec.fingerprint, settings, corpus_n, out, progress).await?;
     let meta = fingerprint_stage(ctx, spec, settings, keep_key, &idf, corpus_n, out, progress).await?;
 
@@ -230,20 +230,20 @@ async fn dedup_stages(
 }
 
 /// Stage `boilerplate` (optional): the hashes of lines found in at least
-/// `--boilerplate-lines` documents, as the SQL set literal that segmentation
-/// leaves out (`NULL`: none), and how many there are.
-async fn boilerplate_stage(ctx: &SessionContext, fp: &FingerprintOptions, progress: &mut Progress) -> Result<(String, u64)> {
+/// `--boilerplate-lines` documents, as the set that segmentation leaves out
+/// (none: `None`), and how many there are.
+async fn boilerplate_stage(ctx: &SessionContext, fp: &FingerprintOptions, progress: &mut Progress) -> Result<(Option<String>, u64)> {
     let Some(n) = fp.boilerplate_lines else {
-        return Ok(("NULL".to_string(), 0));
+        return Ok((None, 0));
     };
-    let batches = collect(ctx, &render(sql::BOILERPLATE_LINES, &[("min_docs", &n.to_string())])).await?;
+    let batches = collect(ctx, &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
     let mut hashes = Vec::new();
     for b in &batches {
         hashes.extend_from_slice(column_u64(b, 0)?.values());
     }
     let lines = hashes.len() as u64;
     progress.done("boilerplate", format!("{lines} lines in at least {n} documents"));
-    Ok((literal(&crate::text::format_set(&hashes)), lines))
+    Ok((Some(crate::text::format_set(&hashes)), lines))
 }
 
 /// Stage `segment`: every document segmented once, into the work table
@@ -252,7 +252,7 @@ async fn segment_stage(
     ctx: &SessionContext,
     fp: &FingerprintOptions,
     keep_key: &str,
-    boilerplate: &str,
+    boilerplate: Option<&str>,
     out: &OutputDir,
     progress: &mut Progress,
 ) -> Result<u64> {
@@ -266,18 +266,18 @@ async fn segment_stage(
         &render(
             sql::TERMS,
             &[
-                ("keep_key", keep_key),
-                ("tokenizer", &literal(&fp.tokenizer)),
-                ("analyzer_options", &literal(&fp.analyzer_options().to_options_string())),
-                ("with_pos", if fp.weighting.needs_pos() { "true" } else { "false" }),
-                ("boilerplate", boilerplate),
-                ("path", &literal(&terms_path)),
+                ("keep_key", Param::Sql(keep_key)),
+                ("tokenizer", Param::Text(&fp.tokenizer)),
+                ("analyzer_options", Param::Text(&fp.analyzer_options().to_options_string())),
+                ("with_pos", Param::Bool(fp.weighting.needs_pos())),
+                ("boilerplate", Param::TextOrNull(boilerplate)),
+                ("path", Param::Text(&terms_path)),
             ],
         ),
     )
     .await?;
     register_parquet(ctx, "terms", &terms_path).await?;
-    let corpus_n = scalar_u64(ctx, sql::CORPUS_SIZE).await?;
+    let corpus_n = scalar_u64(ctx, &render(sql::CORPUS_SIZE, &[])).await?;
     progress.done("segment", format!("{corpus_n} documents with terms"));
     Ok(corpus_n)
 }
@@ -347,22 +347,19 @@ async fn fingerprint_stage(
 ) -> Result<FileMetadata> {
     let fp = &spec.fingerprint;
     progress.begin("fingerprints", Some(corpus_n));
-    let ((urls, version), n_docs) = match &idf.model {
-        Some(IdfModel { files: (urls, version), n_docs, .. }) => ((literal(urls), literal(version)), n_docs.to_string()),
-        None => (("NULL".into(), "NULL".into()), "NULL".into()),
-    };
+    let model = idf.model.as_ref();
     let fp_path = out.staged("fingerprints/part-00000.parquet");
     let minhash = spec.join.candidates.minhash().then_some(spec.join.minhash);
     let meta = FileMetadata { settings: settings.clone(), idf_n_docs: idf.summary.as_ref().map(|i| i.n_docs), idf_model: None, minhash };
-    let params: [(&str, &str); 8] = [
-        ("model", urls.as_str()),
-        ("model_version", &version),
-        ("n_docs", &n_docs),
-        ("weighting", &literal(&fp.weighting.to_string())),
-        ("formula", &literal(fp.idf.as_str())),
-        ("top_k", &fp.top_k.map_or("NULL".to_string(), |k| k.to_string())),
-        ("minhash", &minhash_expression(minhash, "term_set")),
-        ("keep_key", keep_key),
+    let params = [
+        ("model", Param::TextOrNull(model.map(|m| m.files.0.as_str()))),
+        ("model_version", Param::TextOrNull(model.map(|m| m.files.1.as_str()))),
+        ("n_docs", Param::IntOrNull(model.map(|m| m.n_docs))),
+        ("weighting", Param::Text(&fp.weighting.to_string())),
+        ("formula", Param::Text(fp.idf.as_str())),
+        ("top_k", Param::IntOrNull(fp.top_k.map(|k| k as u64))),
+        ("minhash", Param::Sql(&minhash_expression(minhash, "term_set"))),
+        ("keep_key", Param::Sql(keep_key)),
     ];
     materialize(ctx, sql::FINGERPRINTS, &params, &fp_path, "fingerprints", Some(&meta)).await?;
     progress.done("fingerprints", format!("weighting {}", fp.weighting));
@@ -377,10 +374,10 @@ async fn survivors_stage(ctx: &SessionContext, spec: &JobSpec, out: &OutputDir, 
         let statement = render(
             sql::SURVIVORS,
             &[
-                ("table", &ident(&format!("input_{i}"))),
-                ("source", &literal(&input.name)),
-                ("id", &ident(&spec.columns.id)),
-                ("path", &literal(&path)),
+                ("table", Param::Ident(&format!("input_{i}"))),
+                ("source", Param::Text(&input.name)),
+                ("id", Param::Ident(&spec.columns.id)),
+                ("path", Param::Text(&path)),
             ],
         );
         collect(ctx, &statement).await?;
@@ -533,12 +530,12 @@ async fn eligible(ctx: &SessionContext, out: &OutputDir, verify: Verify) -> Resu
         collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
         return Ok(0);
     }
-    let batches = collect(ctx, sql::UNCONFIRMED_COPIES).await?;
+    let batches = collect(ctx, &render(sql::UNCONFIRMED_COPIES, &[])).await?;
     let rejected = unconfirmed_copies(&batches, verify)?;
     eligible_without(ctx, out, &rejected).await?;
     let sets_path = out.staged("_work/term_sets.parquet");
     super::touched::no_stored_term_sets(ctx).await?;
-    collect(ctx, &render(sql::TERM_SETS, &[("tonight", "eligible"), ("path", &literal(&sets_path))])).await?;
+    collect(ctx, &render(sql::TERM_SETS, &[("tonight", Param::Ident("eligible")), ("path", Param::Text(&sets_path))])).await?;
     register_parquet(ctx, "term_sets", &sets_path).await?;
     Ok(rejected.len() as u64)
 }
@@ -547,7 +544,7 @@ async fn eligible(ctx: &SessionContext, out: &OutputDir, verify: Verify) -> Resu
 /// documents they hold.
 async fn clusters_stage(ctx: &SessionContext, out: &OutputDir, keep: &KeepRule, meta: Option<&FileMetadata>, progress: &mut Progress) -> Result<(u64, u64)> {
     let path = out.staged("clusters/part-00000.parquet");
-    materialize(ctx, sql::CLUSTERS, &[("keep_order", keep.order_by())], &path, "clusters", meta).await?;
+    materialize(ctx, sql::CLUSTERS, &[("keep_order", Param::Sql(keep.order_by()))], &path, "clusters", meta).await?;
     let batches = collect(ctx, "SELECT count(DISTINCT cluster_id), count(*) FROM clusters").await?;
     let (clusters, in_clusters) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
     progress.done("clusters", format!("{clusters} clusters holding {in_clusters} documents"));

@@ -1,62 +1,116 @@
 //! The pipeline's SQL statements (the files in `sql/`), compiled into the
 //! binary and rendered with the run's settings.
 //!
-//! Placeholders are `{{name}}`. Values are inserted as given, so callers pass
-//! identifiers through [`crate::storage::ident`] and text through
-//! [`crate::storage::literal`]; numbers are formatted by Rust.
+//! Placeholders are `{{name}}`. Each statement declares its parameters, and
+//! each value says what it is ([`Param`]): names and text are quoted in one
+//! place, here.
 
-pub const DOCUMENTS: &str = include_str!("../../sql/10_documents.sql");
-pub const BOILERPLATE_LINES: &str = include_str!("../../sql/15_boilerplate_lines.sql");
-pub const TERMS: &str = include_str!("../../sql/20_terms.sql");
-pub const CORPUS_SIZE: &str = include_str!("../../sql/30_corpus_size.sql");
-pub const CORPUS_DF: &str = include_str!("../../sql/31_corpus_df.sql");
-pub const FINGERPRINTS: &str = include_str!("../../sql/40_fingerprints.sql");
-pub const NEAR_PAIRS: &str = include_str!("../../sql/50_near_pairs.sql");
-pub const MINHASH_BUCKETS: &str = include_str!("../../sql/51_minhash_buckets.sql");
-pub const MINHASH_CANDIDATES: &str = include_str!("../../sql/52_minhash_candidates.sql");
-pub const VERIFIED_PAIRS: &str = include_str!("../../sql/55_verified_pairs.sql");
-pub const UNCONFIRMED_COPIES: &str = include_str!("../../sql/56_unconfirmed_copies.sql");
-pub const TERM_SETS: &str = include_str!("../../sql/57_term_sets.sql");
-pub const CLUSTERS: &str = include_str!("../../sql/60_clusters.sql");
-pub const PAIRS: &str = include_str!("../../sql/70_pairs.sql");
-pub const SURVIVORS: &str = include_str!("../../sql/80_survivors.sql");
-pub const STORE_PROBE: &str = include_str!("../../sql/89_store_probe.sql");
-pub const STORE_UNCONFIRMED: &str = include_str!("../../sql/93_store_unconfirmed.sql");
-pub const STORE_RUN: &str = include_str!("../../sql/94_store_run.sql");
-pub const STORE_CLUSTERS: &str = include_str!("../../sql/95_store_clusters.sql");
+/// A statement of `sql/`: its file, its text, and the placeholders it takes
+/// (checked against the text by a test, and against the values given by
+/// [`render`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Statement {
+    pub file: &'static str,
+    pub sql: &'static str,
+    pub params: &'static [&'static str],
+}
 
-/// Every pipeline statement, by file name (for tests and `--explain`).
-pub const ALL: &[(&str, &str)] = &[
-    ("10_documents.sql", DOCUMENTS),
-    ("15_boilerplate_lines.sql", BOILERPLATE_LINES),
-    ("20_terms.sql", TERMS),
-    ("30_corpus_size.sql", CORPUS_SIZE),
-    ("31_corpus_df.sql", CORPUS_DF),
-    ("40_fingerprints.sql", FINGERPRINTS),
-    ("50_near_pairs.sql", NEAR_PAIRS),
-    ("51_minhash_buckets.sql", MINHASH_BUCKETS),
-    ("52_minhash_candidates.sql", MINHASH_CANDIDATES),
-    ("55_verified_pairs.sql", VERIFIED_PAIRS),
-    ("56_unconfirmed_copies.sql", UNCONFIRMED_COPIES),
-    ("57_term_sets.sql", TERM_SETS),
-    ("60_clusters.sql", CLUSTERS),
-    ("70_pairs.sql", PAIRS),
-    ("80_survivors.sql", SURVIVORS),
-    ("89_store_probe.sql", STORE_PROBE),
-    ("93_store_unconfirmed.sql", STORE_UNCONFIRMED),
-    ("94_store_run.sql", STORE_RUN),
-    ("95_store_clusters.sql", STORE_CLUSTERS),
+macro_rules! statement {
+    ($name:ident, $file:literal, [$($param:literal),*]) => {
+        pub const $name: Statement = Statement { file: $file, sql: include_str!(concat!("../../sql/", $file)), params: &[$($param),*] };
+    };
+}
+
+statement!(DOCUMENTS, "10_documents.sql", ["source", "id", "text", "title", "keep_key", "table"]);
+statement!(BOILERPLATE_LINES, "15_boilerplate_lines.sql", ["min_docs"]);
+statement!(TERMS, "20_terms.sql", ["tokenizer", "analyzer_options", "with_pos", "boilerplate", "keep_key", "path"]);
+statement!(CORPUS_SIZE, "30_corpus_size.sql", []);
+statement!(CORPUS_DF, "31_corpus_df.sql", ["path"]);
+statement!(FINGERPRINTS, "40_fingerprints.sql", ["model", "model_version", "n_docs", "weighting", "formula", "top_k", "minhash", "keep_key", "path"]);
+statement!(NEAR_PAIRS, "50_near_pairs.sql", ["k", "m", "path"]);
+statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path"]);
+statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold", "path"]);
+statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"]);
+statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", []);
+statement!(TERM_SETS, "57_term_sets.sql", ["tonight", "path"]);
+statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"]);
+statement!(PAIRS, "70_pairs.sql", ["path"]);
+statement!(SURVIVORS, "80_survivors.sql", ["source", "id", "table", "path"]);
+statement!(STORE_PROBE, "89_store_probe.sql", ["index", "version", "k", "m"]);
+statement!(STORE_UNCONFIRMED, "93_store_unconfirmed.sql", ["measure", "threshold"]);
+statement!(STORE_RUN, "94_store_run.sql", ["keep_key", "keep_key_f", "keep_order", "run"]);
+statement!(STORE_CLUSTERS, "95_store_clusters.sql", ["path"]);
+
+/// Every pipeline statement, in file order (for tests).
+pub const ALL: &[Statement] = &[
+    DOCUMENTS,
+    BOILERPLATE_LINES,
+    TERMS,
+    CORPUS_SIZE,
+    CORPUS_DF,
+    FINGERPRINTS,
+    NEAR_PAIRS,
+    MINHASH_BUCKETS,
+    MINHASH_CANDIDATES,
+    VERIFIED_PAIRS,
+    UNCONFIRMED_COPIES,
+    TERM_SETS,
+    CLUSTERS,
+    PAIRS,
+    SURVIVORS,
+    STORE_PROBE,
+    STORE_UNCONFIRMED,
+    STORE_RUN,
+    STORE_CLUSTERS,
 ];
 
-/// Fill the placeholders of `template`. Every placeholder must be given.
-pub fn render(template: &str, values: &[(&str, &str)]) -> String {
-    let mut out = template.to_string();
-    for (key, value) in values {
-        out = out.replace(&format!("{{{{{key}}}}}"), value);
+/// A value for a placeholder, quoted here and nowhere else.
+#[derive(Debug, Clone, Copy)]
+pub enum Param<'a> {
+    /// A table or column name: double-quoted.
+    Ident(&'a str),
+    /// A text value (a path, a name, a setting): single-quoted.
+    Text(&'a str),
+    /// A whole number.
+    Int(u64),
+    /// A whole number, or NULL.
+    IntOrNull(Option<u64>),
+    /// A text value, or NULL.
+    TextOrNull(Option<&'a str>),
+    Bool(bool),
+    /// A fraction, written so that it reads back as the same `f64`.
+    Float(f64),
+    /// A piece of SQL the pipeline itself builds (a column list, an ORDER BY
+    /// key, an expression), never text from the user.
+    Sql(&'a str),
+}
+
+impl Param<'_> {
+    fn sql(&self) -> String {
+        match *self {
+            Param::Ident(name) => crate::storage::ident(name),
+            Param::Text(text) => crate::storage::literal(text),
+            Param::Int(n) => n.to_string(),
+            Param::IntOrNull(n) => n.map_or("NULL".into(), |n| n.to_string()),
+            Param::TextOrNull(text) => text.map_or("NULL".into(), crate::storage::literal),
+            Param::Bool(b) => b.to_string(),
+            Param::Float(x) => format!("{x:?}"),
+            Param::Sql(sql) => sql.to_string(),
+        }
     }
-    if let Some(start) = out.find("{{") {
-        let end = out[start..].find("}}").map_or(out.len(), |e| start + e + 2);
-        panic!("SQL template left placeholder {} unfilled", &out[start..end]);
+}
+
+/// `statement` with its placeholders filled by `values`: one for each of its
+/// parameters, no more, no fewer (anything else is a bug, and panics).
+pub fn render(statement: Statement, values: &[(&str, Param)]) -> String {
+    let mut given: Vec<&str> = values.iter().map(|(k, _)| *k).collect();
+    given.sort_unstable();
+    let mut wanted = statement.params.to_vec();
+    wanted.sort_unstable();
+    assert_eq!(given, wanted, "the values given for {} are not its parameters", statement.file);
+    let mut out = statement.sql.to_string();
+    for (key, value) in values {
+        out = out.replace(&format!("{{{{{key}}}}}"), &value.sql());
     }
     out
 }
@@ -81,14 +135,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rendering_fills_every_placeholder() {
-        assert_eq!(render("a {{x}} {{y}} {{x}}", &[("x", "1"), ("y", "2")]), "a 1 2 1");
-        assert_eq!(placeholders(NEAR_PAIRS), ["k", "m", "path"]);
+    fn every_statement_declares_exactly_its_placeholders() {
+        for s in ALL {
+            let mut found = placeholders(s.sql);
+            found.sort_unstable();
+            let mut declared: Vec<String> = s.params.iter().map(|p| p.to_string()).collect();
+            declared.sort_unstable();
+            assert_eq!(found, declared, "{}", s.file);
+        }
+        let files: Vec<&str> = ALL.iter().map(|s| s.file).collect();
+        let mut on_disk: Vec<String> = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/sql"))
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|f| f.ends_with(".sql"))
+            .collect();
+        on_disk.sort();
+        assert_eq!(files, on_disk, "every file of sql/ is a statement");
     }
 
     #[test]
-    #[should_panic(expected = "left placeholder {{y}}")]
+    fn values_are_quoted_by_kind() {
+        let sql = render(NEAR_PAIRS, &[("k", Param::Int(3)), ("m", Param::Int(4)), ("path", Param::Text("it's.parquet"))]);
+        assert!(sql.contains("'it''s.parquet'") && sql.contains("<= 3"), "{sql}");
+        assert_eq!(Param::Ident("a\"b").sql(), "\"a\"\"b\"");
+        assert_eq!((Param::Float(0.5).sql(), Param::IntOrNull(None).sql()), ("0.5".to_string(), "NULL".to_string()));
+    }
+
+    #[test]
+    #[should_panic(expected = "not its parameters")]
     fn a_missing_value_is_a_bug() {
-        render("{{x}} {{y}}", &[("x", "1")]);
+        render(NEAR_PAIRS, &[("k", Param::Int(3))]);
     }
 }

@@ -13,11 +13,11 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 
 use super::query::collect;
-use super::sql::render;
+use super::sql::{render, Param, Statement};
 use super::summary::FingerprintSettings;
 use crate::error::Result;
 use crate::minhash::MinHashPlan;
-use crate::storage::{literal, register_parquet, OutputDir};
+use crate::storage::{register_parquet, OutputDir};
 
 /// The Parquet key-value metadata key of neardup's tables, added to each
 /// footer after the write (see [`crate::storage::footer`]).
@@ -44,21 +44,20 @@ impl FileMetadata {
     }
 }
 
-/// Run `template` (a `COPY (…) TO {{path}}` statement of `sql/`, with
+/// Run `statement` (a `COPY (…) TO {{path}}` statement of `sql/`, with
 /// `params`) into the single file `path`, give it neardup's footer (`meta`)
 /// and register it as `table`: each step of the pipeline that writes a table.
 pub(super) async fn materialize(
     ctx: &SessionContext,
-    template: &str,
-    params: &[(&str, &str)],
+    statement: Statement,
+    params: &[(&str, Param<'_>)],
     path: &str,
     table: &str,
     meta: Option<&FileMetadata>,
 ) -> Result<()> {
-    let target = literal(path);
     let mut all = params.to_vec();
-    all.push(("path", &target));
-    collect(ctx, &render(template, &all)).await?;
+    all.push(("path", Param::Text(path)));
+    collect(ctx, &render(statement, &all)).await?;
     seal(ctx, path, meta).await?;
     register_parquet(ctx, table, path).await?;
     Ok(())

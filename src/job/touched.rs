@@ -15,7 +15,7 @@ use datafusion::prelude::SessionContext;
 use super::config::JoinOptions;
 use super::store_run::StoreRun;
 use super::query::{collect, collect_measured};
-use super::sql::{self, render};
+use super::sql::{self, render, Param};
 use super::summary::StoreReads;
 use super::tables::{conform, write_batches};
 use crate::error::{Error, Result};
@@ -97,10 +97,10 @@ async fn probe(ctx: &SessionContext, store: &StoreRun, join: &JoinOptions, out: 
     let statement = render(
         sql::STORE_PROBE,
         &[
-            ("index", &literal(&index)),
-            ("version", &literal(&version)),
-            ("k", &k.to_string()),
-            ("m", &m.map_or("NULL".into(), |m| m.to_string())),
+            ("index", Param::Text(&index)),
+            ("version", Param::Text(&version)),
+            ("k", Param::Int(u64::from(k))),
+            ("m", Param::IntOrNull(m.map(u64::from))),
         ],
     );
     let (batches, scanned) = collect_measured(ctx, &statement).await?;

@@ -131,3 +131,13 @@ pub fn start_server(python: &str, script: &str, args: &[&str]) -> (std::process:
     let info = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{script} did not start ({e}): {line:?}"));
     (child, info)
 }
+
+/// Assert that a run exited with `code` and that its standard error holds
+/// every one of `needles`.
+pub fn exits_with(o: &Output, code: i32, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "expected exit {code}, stderr:\n{err}");
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
+    }
+}

@@ -1,5 +1,6 @@
 //! End-to-end runs of the real binary on sample_data: the pairs and clusters
-//! found, the output layout, `pairs`, `run` and `sql`, and bad input.
+//! `dedup` finds, the output layout, job files, IDF models, keep rules,
+//! candidate sources and checks, memory limits and `eval`.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -176,78 +177,6 @@ fn job_file_runs_the_same_job() {
 }
 
 #[test]
-fn sql_runs_queries_with_the_functions_and_tables() {
-    let out = ok(&neardup(&["sql", "--format", "csv", "-c", "SELECT hamming(11, 1) AS d, tokenize('北京天安门') AS t"]));
-    assert_eq!(out, "d,t\n2,\"[北京, 天安门]\"\n");
-    let table = format!("news={}", sample("news.parquet"));
-    let out = ok(&neardup(&["sql", "--table", &table, "--format", "json", "-c", "SELECT count(*) AS n FROM news WHERE text IS NOT NULL AND text <> ''"]));
-    assert_eq!(out.trim(), "{\"n\":405}");
-    let out = ok(&neardup(&["sql", "-f", root().join("sql/examples/fingerprint_a_text.sql").to_str().unwrap()]));
-    assert!(out.contains("| 0 ") && out.contains("1.0"), "{out}");
-    let err = neardup(&["sql", "-c", "SELECT * FROM nowhere"]);
-    assert_eq!(err.status.code(), Some(2));
-    assert!(stderr(&err).contains("nowhere"), "{}", stderr(&err));
-    let functions = ok(&neardup(&["functions"]));
-    for f in ["tokenize", "tokenize_tagged", "term_stats", "idf", "hash64", "simhash", "simhash_agg", "hamming", "simhash_similarity", "band_keys", "first_common_band"] {
-        assert!(functions.contains(&format!("{f}(")), "functions lists no {f}");
-    }
-}
-
-fn fails_with(o: &std::process::Output, code: i32, needles: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(code), "expected exit {code}, stderr:\n{err}");
-    for n in needles {
-        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
-    }
-}
-
-#[test]
-fn bad_input_exits_2_with_a_clear_message() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let o = out.to_str().unwrap();
-    let news = sample("news.parquet");
-
-    fails_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--text-col", "body"]), 2, &["no column 'body'", "--text-col", "id, text, date"]);
-    fails_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--id-col", "nope"]), 2, &["no column 'nope'"]);
-    fails_with(&neardup(&["dedup", "-q", "-i", "/no/such/file.parquet", "-o", o]), 2, &["/no/such/file.parquet", "does not exist"]);
-    fails_with(&neardup(&["dedup", "-q", "-i", &format!("{}/*.nothing", dir.path().display()), "-o", o]), 2, &["no Parquet files"]);
-    let fake = dir.path().join("fake.parquet");
-    std::fs::write(&fake, "id,text\n1,hello\n").unwrap();
-    fails_with(&neardup(&["dedup", "-q", "-i", fake.to_str().unwrap(), "-o", o]), 2, &["fake.parquet", "not a Parquet file"]);
-    fails_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--tokenizer", "exact"]), 2, &["unknown tokenizer 'exact'"]);
-    fails_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "-k", "40"]), 2, &["too large"]);
-    fails_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--user-dict", "/no/dict.txt"]), 2, &["/no/dict.txt"]);
-    fails_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--keep", "earliest:when"]), 2, &["no input has the column 'when'"]);
-    fails_with(&neardup(&["dedup", "-q", "-i", &news, "-i", &news, "-o", o]), 2, &["both named 'news'"]);
-    // A glob that picks up a non-Parquet file among Parquet ones.
-    fails_with(&neardup(&["dedup", "-q", "-i", &format!("{}/**/*.parquet", dir.path().display()), "-o", o]), 2, &[]);
-    assert!(!out.exists(), "a failed run leaves no output");
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert!(leftovers.iter().all(|n| !n.to_string_lossy().contains("staging")), "{leftovers:?}");
-
-    // An existing output is not overwritten without --overwrite.
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("keep.txt"), "precious").unwrap();
-    fails_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o]), 2, &["already exists", "--overwrite"]);
-    assert_eq!(std::fs::read_to_string(out.join("keep.txt")).unwrap(), "precious");
-
-    let job = dir.path().join("bad.toml");
-    std::fs::write(&job, "output = \"x\"\n[[input]]\nname = \"a\"\nurl = \"a.parquet\"\n[join]\nmax_haming = 2\n").unwrap();
-    fails_with(&neardup(&["run", job.to_str().unwrap()]), 2, &["max_haming", "line 6"]);
-    fails_with(&neardup(&["dedup", "--bogus"]), 2, &["--bogus"]);
-}
-
-#[test]
-fn non_text_column_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let o = dir.path().join("out");
-    let made = dir.path().join("nums.parquet");
-    ok(&neardup(&["sql", "-c", &format!("COPY (SELECT 1 AS id, 42 AS text) TO '{}' STORED AS PARQUET", made.display())]));
-    fails_with(&neardup(&["dedup", "-q", "-i", made.to_str().unwrap(), "-o", o.to_str().unwrap()]), 2, &["column 'text'", "must be text"]);
-}
-
-#[test]
 fn saved_idf_model_reproduces_the_fingerprints() {
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("models/idf.parquet");
@@ -282,9 +211,9 @@ fn saved_idf_model_reproduces_the_fingerprints() {
 
     // A model made with another tokenizer is refused.
     let err = dedup(&dir.path().join("fourth"), &["--idf-model", model_s, "--tokenizer", "full"]);
-    fails_with(&err, 2, &["other settings", "full"]);
+    exits_with(&err, 2, &["other settings", "full"]);
     let err = dedup(&dir.path().join("fifth"), &["--idf-model", &sample("news.parquet")]);
-    fails_with(&err, 2, &["not a neardup IDF model"]);
+    exits_with(&err, 2, &["not a neardup IDF model"]);
 
     // A weighting without idf still saves the corpus model when asked to.
     let tf_model = dir.path().join("tf-idf.parquet");
@@ -325,26 +254,6 @@ fn keep_longest_picks_the_longest_text() {
     // With boilerplate copies, the longest is not always the smallest id.
     let smallest: BTreeSet<String> = clusters(&out).iter().map(|c| c.iter().next().unwrap().clone()).collect();
     assert!(reps.values().any(|r| !smallest.contains(r)), "the keep rule made no difference");
-}
-
-#[test]
-fn sql_reads_statements_from_standard_input() {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["sql", "--format", "csv"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"CREATE VIEW v AS SELECT 'a;b' AS s;\nSELECT s, hash64(s) = hash64('a;b') AS same FROM v;\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(ok(&out), "s,same\na;b,true\n");
 }
 
 /// `neardup eval` on the sample's planted pairs: the figures the README
@@ -395,27 +304,6 @@ fn eval_scores_a_run_against_the_planted_pairs() {
     assert!(stderr(&mismatch).contains("not among the 407 documents"), "{}", stderr(&mismatch));
 }
 
-/// A reader that stops early (`neardup sql … | head -1`) ends the output
-/// quietly: no panic, no error message. The output (about 1.3 MB) is far
-/// larger than a pipe's buffer, so the writer does meet the closed pipe.
-#[test]
-fn a_closed_pipe_ends_output_quietly() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["sql", "--format", "csv", "-c", "SELECT value, value * 2 AS twice FROM generate_series(1, 100000)"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(!first.is_empty());
-    assert!(output.status.success(), "{:?}", output.status);
-    assert_eq!(stderr(&output), "");
-}
-
 /// Candidate sources and checks: boilerplate lines found and dropped on the
 /// sample (its boilerplate copies share site templates); MinHash alone finds
 /// the copies SimHash misses; a MinHash run without a check, and a check on
@@ -461,9 +349,9 @@ fn candidates_checks_and_boilerplate_lines() {
     assert!(report["pairs"]["recall"].as_f64().unwrap() >= 0.95, "{report}");
 
     let bad = dir.path().join("bad");
-    fails_with(&dedup(&bad, &["--candidates", "minhash", "--verify", "none"]), 2, &["must be checked", "--verify"]);
-    fails_with(&dedup(&bad, &["--verify", "cosine:0.5"]), 2, &["unknown verification measure 'cosine'"]);
-    fails_with(&dedup(&bad, &["--boilerplate-lines", "1"]), 2, &["at least 2"]);
+    exits_with(&dedup(&bad, &["--candidates", "minhash", "--verify", "none"]), 2, &["must be checked", "--verify"]);
+    exits_with(&dedup(&bad, &["--verify", "cosine:0.5"]), 2, &["unknown verification measure 'cosine'"]);
+    exits_with(&dedup(&bad, &["--boilerplate-lines", "1"]), 2, &["at least 2"]);
     assert!(!bad.exists());
 
     // Fingerprints without term sets (made by another tool, or an older neardup).
@@ -471,7 +359,7 @@ fn candidates_checks_and_boilerplate_lines() {
     let copy = format!("COPY (SELECT source, id, simhash FROM fp) TO '{}' STORED AS PARQUET", plain.display());
     ok(&neardup(&["sql", "--table", &format!("fp={}", boiler.join("fingerprints").display()), "-c", &copy]));
     let fingerprints = plain.to_str().unwrap();
-    fails_with(&neardup(&["pairs", "-q", "--fingerprints", fingerprints, "-o", bad.to_str().unwrap()]), 2, &["no term_set column"]);
+    exits_with(&neardup(&["pairs", "-q", "--fingerprints", fingerprints, "-o", bad.to_str().unwrap()]), 2, &["no term_set column"]);
     ok(&neardup(&["pairs", "-q", "--fingerprints", fingerprints, "-o", bad.to_str().unwrap(), "--candidates", "simhash", "--verify", "none"]));
 }
 
@@ -507,7 +395,7 @@ fn memory_limit_spills_with_identical_results() {
         assert!(std::fs::read(free.join(table)).unwrap() == std::fs::read(limited.join(table)).unwrap(), "{table} differs");
     }
     let (o, starved) = run("starved", &["--memory-limit", "32M"]);
-    fails_with(&o, 1, &["ran out of memory under --memory-limit", "raise the limit"]);
+    exits_with(&o, 1, &["ran out of memory under --memory-limit", "raise the limit"]);
     assert!(!starved.exists());
 }
 
@@ -543,44 +431,5 @@ fn top_k_lets_only_the_heaviest_terms_vote() {
         }
     }
     assert!(same_short > 0 && changed_long > 100, "{same_short} short kept, {changed_long} long changed");
-    fails_with(&dedup(&dir.path().join("bad"), &["--top-k", "0"]), 2, &["top_k = 0"]);
-}
-
-/// Every document's fingerprint is computed once: the plan of the
-/// fingerprint statement calls idf_simhash in one place, although the query
-/// reads two fields of its result.
-/// The standard error of `neardup fingerprint` on the sample news, run with
-/// the environment variable `key` set to `value`.
-fn fingerprint_stderr_with(key: &str, value: &str) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["fingerprint", "-q", "-i", &sample("news.parquet"), "-o", out.to_str().unwrap()])
-        .env(key, value)
-        .output()
-        .unwrap();
-    let err = stderr(&o);
-    assert!(o.status.success(), "{err}");
-    err
-}
-
-#[test]
-fn the_fingerprint_plan_calls_idf_simhash_once() {
-    let err = fingerprint_stderr_with("NEARDUP_EXPLAIN", "1");
-    let plan = err.split("neardup: plan of").find(|p| p.contains("-- Stage 3")).expect("the stage 3 plan");
-    let physical = &plan[plan.find("Exec:").unwrap()..];
-    assert_eq!(physical.matches("idf_simhash(terms@").count(), 1, "{physical}");
-}
-
-#[test]
-fn debug_log_times_each_statement_without_the_engines_records() {
-    let err = fingerprint_stderr_with("NEARDUP_LOG", "debug");
-    // One line a statement, tagged with the job's role: its time, then its
-    // first words (the segmentation statement writes the terms).
-    let timed: Vec<&str> = err.lines().filter(|l| l.contains(" job DEBUG neardup::job::query: ")).collect();
-    assert!(timed.iter().any(|l| l.contains(" ms  COPY ( SELECT source, id")), "{err}");
-    assert!(timed.len() >= 4, "{err}");
-    // DataFusion's and its parser's own debug records (every optimizer
-    // pass) stay out.
-    assert!(!err.contains("DEBUG datafusion") && !err.contains("DEBUG sqlparser"), "{err}");
+    exits_with(&dedup(&dir.path().join("bad"), &["--top-k", "0"]), 2, &["top_k = 0"]);
 }
