@@ -100,18 +100,7 @@ pub(super) async fn near_pairs(
         plan = Some(p);
     }
     if join.candidates.minhash() {
-        let buckets = out.staged("_work/minhash_buckets.parquet");
-        collect(ctx, &render(sql::MINHASH_BUCKETS, &[("path", Param::Text(&buckets))])).await?;
-        register_parquet(ctx, "minhash_buckets", &buckets).await?;
-        let path = out.staged("_work/candidates/minhash.parquet");
-        // Hot buckets give only pairs that pass a Jaccard check; other
-        // checks take every pair of every bucket.
-        let (hot, threshold) = match join.verify {
-            Verify::Jaccard(t) => (HOT_BUCKET, t),
-            _ => (i64::MAX as u64, 1.0),
-        };
-        let params = [("path", Param::Text(&path)), ("hot", Param::Int(hot)), ("threshold", Param::Float(threshold))];
-        collect(ctx, &render(sql::MINHASH_CANDIDATES, &params)).await?;
+        minhash_candidates(ctx, join, out).await?;
         sources.push(format!("MinHash {}", join.minhash));
     }
     let candidates_path = out.staged("_work/candidates/");
@@ -139,6 +128,24 @@ pub(super) async fn near_pairs(
         edges.extend(a.values().iter().copied().zip(c.values().iter().copied()));
     }
     Ok(NearPairs { plan, candidates, edges })
+}
+
+/// The MinHash candidates (sql/51_minhash_buckets.sql, then
+/// sql/52_minhash_candidates.sql), into `_work/candidates/`.
+async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir) -> Result<()> {
+    let buckets = out.staged("_work/minhash_buckets.parquet");
+    collect(ctx, &render(sql::MINHASH_BUCKETS, &[("path", Param::Text(&buckets))])).await?;
+    register_parquet(ctx, "minhash_buckets", &buckets).await?;
+    let path = out.staged("_work/candidates/minhash.parquet");
+    // Hot buckets give only pairs that pass a Jaccard check; other
+    // checks take every pair of every bucket.
+    let (hot, threshold) = match join.verify {
+        Verify::Jaccard(t) => (HOT_BUCKET, t),
+        _ => (i64::MAX as u64, 1.0),
+    };
+    let params = [("path", Param::Text(&path)), ("hot", Param::Int(hot)), ("threshold", Param::Float(threshold))];
+    collect(ctx, &render(sql::MINHASH_CANDIDATES, &params)).await?;
+    Ok(())
 }
 
 /// The summary's name of where candidates come from.

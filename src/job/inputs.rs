@@ -57,6 +57,22 @@ pub(super) fn check_id(f: &Field, input: &InputSpec) -> Result<()> {
     }
 }
 
+/// The title of an input's documents, as SQL: the title column (checked to
+/// be text), or NULL when there is none.
+fn title_column(spec: &JobSpec, input: &InputSpec, schema: &Schema) -> Result<String> {
+    Ok(match &spec.columns.title {
+        Some(t) if t.is_empty() => "CAST(NULL AS VARCHAR)".into(),
+        Some(t) => {
+            check_text(field(schema, t, input, "title", "--title-col")?, input, "title")?;
+            ident(t)
+        }
+        None => match schema.field_with_name("title") {
+            Ok(f) if is_text(f.data_type()) => ident("title"),
+            _ => "CAST(NULL AS VARCHAR)".into(),
+        },
+    })
+}
+
 /// Register every input and build the view `view` (the documents) over them.
 pub(super) async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, view: &str) -> Result<Vec<SchemaRef>> {
     let mut schemas = Vec::new();
@@ -81,17 +97,7 @@ pub(super) async fn register_documents(ctx: &SessionContext, spec: &JobSpec, kee
         let table = format!("input_{i}");
         check_id(field(&schema, &spec.columns.id, input, "document id", "--id-col")?, input)?;
         check_text(field(&schema, &spec.columns.text, input, "document text", "--text-col")?, input, "document text")?;
-        let title = match &spec.columns.title {
-            Some(t) if t.is_empty() => "CAST(NULL AS VARCHAR)".into(),
-            Some(t) => {
-                check_text(field(&schema, t, input, "title", "--title-col")?, input, "title")?;
-                ident(t)
-            }
-            None => match schema.field_with_name("title") {
-                Ok(f) if is_text(f.data_type()) => ident("title"),
-                _ => "CAST(NULL AS VARCHAR)".into(),
-            },
-        };
+        let title = title_column(spec, input, schema)?;
         let keep_key = match (keep.column(), &keep_type) {
             (Some(c), Some(t)) if schema.field_with_name(c).is_ok() => format!(",\n       arrow_cast({}, '{t}') AS keep_key", ident(c)),
             (Some(_), Some(t)) => format!(",\n       arrow_cast(NULL, '{t}') AS keep_key"),

@@ -153,17 +153,7 @@ async fn store_night(
     }
     let overwrite = spec.overwrite || nightly::is_report_of(&ctx, &spec.output, &store.run_id).await;
     if options.dry_run {
-        let mut summary = dry_run(&ctx, &run_spec, settings, true, Some(&store), overwrite).await?;
-        summary.store = Some(crate::job::StoreSummary {
-            url: store.url().to_string(),
-            run_id: store.run_id.clone(),
-            earlier_runs: store.earlier_runs(),
-            already_stored,
-            idf_model: store.manifest.as_ref().map_or_else(|| "(created by this run)".into(), |m| m.idf_model.clone()),
-            created: store.manifest.is_none(),
-            ..Default::default()
-        });
-        return Ok(summary);
+        return store_dry_run(ctx, &run_spec, settings, &store, already_stored, overwrite).await;
     }
     let out = OutputDir::prepare(&ctx, &spec.output, overwrite).await?;
     let result = match nightly::documents_not_stored(&ctx, &out, &already).await {
@@ -178,6 +168,28 @@ async fn store_night(
         Ok(summary) => Ok(Summary { duplicate_ids_dropped: dropped, ..summary }),
     };
     finish(out, result, progress).await
+}
+
+/// A dry run of a night: the plan, and what the store holds.
+async fn store_dry_run(
+    ctx: &SessionContext,
+    spec: &JobSpec,
+    settings: &FingerprintSettings,
+    store: &StoreRun,
+    already_stored: u64,
+    overwrite: bool,
+) -> Result<Summary> {
+    let mut summary = dry_run(ctx, spec, settings, true, Some(store), overwrite).await?;
+    summary.store = Some(crate::job::StoreSummary {
+        url: store.url().to_string(),
+        run_id: store.run_id.clone(),
+        earlier_runs: store.earlier_runs(),
+        already_stored,
+        idf_model: store.manifest.as_ref().map_or_else(|| "(created by this run)".into(), |m| m.idf_model.clone()),
+        created: store.manifest.is_none(),
+        ..Default::default()
+    });
+    Ok(summary)
 }
 
 async fn dedup_stages(

@@ -287,30 +287,7 @@ async fn compact_held(ctx: &SessionContext, url: &str, all: bool, lease: &Lease)
     let id = merged_runs.last().cloned().expect("at least two inputs");
     let mut files: Vec<String> = layout.segments.iter().map(|s| Layout::segment_file(url, &s.id)).collect();
     files.extend(runs.iter().map(|r| Layout::run_file(url, r)));
-    register_parquet_files(ctx, "compaction_input", &files).await?;
-    let out = OutputDir::prepare(ctx, &format!("{url}/segments/seg={id}"), true).await?;
-    let path = out.staged("part-00000.parquet");
-    let written = async {
-        // The same order and pages as a run (sql/94_store_run.sql). MinHash
-        // keys are derived again from the term sets: the same keys, but 48
-        // bits wide where a store written before they were cut holds 64
-        // (see crate::minhash::narrow), so compaction also shrinks an
-        // older store.
-        let keys = match manifest.minhash {
-            Some(plan) => format!(" REPLACE (minhash_keys(term_set, {}, {}) AS minhash)", plan.bands, plan.rows),
-            None => String::new(),
-        };
-        let statement = format!("SELECT *{keys} FROM compaction_input ORDER BY simhash NULLS LAST, source, id");
-        crate::storage::sorted::write_query(ctx, &statement, &path).await
-    }
-    .await;
-    let documents = match written {
-        Ok(rows) => rows,
-        Err(e) => {
-            out.abort().await;
-            return Err(e);
-        }
-    };
+    let (out, documents) = write_segment(ctx, url, manifest.minhash, &files, &id).await?;
     lease.check_held().await?;
     let segment = SegmentManifest { runs: merged_runs, documents };
     out.commit(&serde_json::to_string_pretty(&segment).expect("segment manifest serialises")).await?;
@@ -328,6 +305,35 @@ async fn compact_held(ctx: &SessionContext, url: &str, all: bool, lease: &Lease)
     report.segment = Some(id);
     report.documents = documents;
     Ok(report)
+}
+
+/// The `files` merged and sorted into segment `id`, staged (not committed);
+/// with its documents.
+async fn write_segment(ctx: &SessionContext, url: &str, minhash: Option<MinHashPlan>, files: &[String], id: &str) -> Result<(OutputDir, u64)> {
+    register_parquet_files(ctx, "compaction_input", files).await?;
+    let out = OutputDir::prepare(ctx, &format!("{url}/segments/seg={id}"), true).await?;
+    let path = out.staged("part-00000.parquet");
+    let written = async {
+        // The same order and pages as a run (sql/94_store_run.sql). MinHash
+        // keys are derived again from the term sets: the same keys, but 48
+        // bits wide where a store written before they were cut holds 64
+        // (see crate::minhash::narrow), so compaction also shrinks an
+        // older store.
+        let keys = match minhash {
+            Some(plan) => format!(" REPLACE (minhash_keys(term_set, {}, {}) AS minhash)", plan.bands, plan.rows),
+            None => String::new(),
+        };
+        let statement = format!("SELECT *{keys} FROM compaction_input ORDER BY simhash NULLS LAST, source, id");
+        crate::storage::sorted::write_query(ctx, &statement, &path).await
+    }
+    .await;
+    match written {
+        Ok(documents) => Ok((out, documents)),
+        Err(e) => {
+            out.abort().await;
+            Err(e)
+        }
+    }
 }
 
 /// One run or segment, as `neardup store info` lists it.
