@@ -130,6 +130,15 @@ pub(super) async fn near_pairs(
     Ok(NearPairs { plan, candidates, edges })
 }
 
+/// The table `term_sets` (sql/57_term_sets.sql) of tonight's rows (the
+/// view `tonight`) and the stored ones, written to the work folder.
+pub(super) async fn term_sets(ctx: &SessionContext, out: &OutputDir, tonight: &str) -> Result<()> {
+    let path = out.staged("_work/term_sets.parquet");
+    collect(ctx, &render(sql::TERM_SETS, &[("tonight", Param::Ident(tonight)), ("path", Param::Text(&path))])).await?;
+    register_parquet(ctx, "term_sets", &path).await?;
+    Ok(())
+}
+
 /// The MinHash candidates (sql/51_minhash_buckets.sql, then
 /// sql/52_minhash_candidates.sql), into `_work/candidates/`.
 async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir) -> Result<()> {

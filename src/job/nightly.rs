@@ -27,7 +27,7 @@
 
 use datafusion::prelude::SessionContext;
 
-use super::candidates::{eligible_without, near_pairs, NearPairs};
+use super::candidates::{eligible_without, near_pairs, term_sets, NearPairs};
 use super::config::{JobSpec, JoinOptions, KeepRule};
 use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, strings};
@@ -149,9 +149,7 @@ async fn tonight_pairs(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir
 /// copies whose term set fails against their fingerprint's first document,
 /// stored or new (sql/93_store_unconfirmed.sql). Returns how many failed.
 async fn tonight_eligible(ctx: &SessionContext, verify: Verify, out: &OutputDir) -> Result<u64> {
-    let sets_path = out.staged("_work/term_sets.parquet");
-    collect(ctx, &render(sql::TERM_SETS, &[("tonight", Param::Ident("fingerprints")), ("path", Param::Text(&sets_path))])).await?;
-    register_parquet(ctx, "term_sets", &sets_path).await?;
+    term_sets(ctx, out, "fingerprints").await?;
     let Some((measure, threshold)) = verify.measure() else {
         collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
         return Ok(0);

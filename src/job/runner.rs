@@ -16,7 +16,7 @@ use datafusion::arrow::datatypes::{DataType, Field, UInt64Type};
 use datafusion::prelude::SessionContext;
 
 use super::config::{FingerprintOptions, JobSpec, JoinOptions, KeepRule};
-use super::candidates::{eligible_without, near_pairs};
+use super::candidates::{eligible_without, near_pairs, term_sets};
 use super::inputs::{check_ids, name_bad_file, register_documents};
 use super::plan::dry_run;
 use super::nightly;
@@ -545,10 +545,8 @@ async fn eligible(ctx: &SessionContext, out: &OutputDir, verify: Verify) -> Resu
     let batches = collect(ctx, &render(sql::UNCONFIRMED_COPIES, &[])).await?;
     let rejected = unconfirmed_copies(&batches, verify)?;
     eligible_without(ctx, out, &rejected).await?;
-    let sets_path = out.staged("_work/term_sets.parquet");
     super::touched::no_stored_term_sets(ctx).await?;
-    collect(ctx, &render(sql::TERM_SETS, &[("tonight", Param::Ident("eligible")), ("path", Param::Text(&sets_path))])).await?;
-    register_parquet(ctx, "term_sets", &sets_path).await?;
+    term_sets(ctx, out, "eligible").await?;
     Ok(rejected.len() as u64)
 }
 

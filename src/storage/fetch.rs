@@ -301,9 +301,10 @@ async fn first_per(reader: Counting, within: Within, columns: Columns<'_>, wante
             if current != Some(key) {
                 (current, taken) = (Some(key), Vec::new());
             }
-            let value = by.is_valid(i).then(|| by.value(i).to_string());
-            if !taken.contains(&value) {
-                taken.push(value);
+            // Most rows repeat a value already taken: compare before copying it.
+            let value = by.is_valid(i).then(|| by.value(i));
+            if !taken.iter().any(|t| t.as_deref() == value) {
+                taken.push(value.map(str::to_string));
                 kept.push(at..at + 1);
             }
         }
