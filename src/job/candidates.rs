@@ -7,7 +7,7 @@ use datafusion::prelude::SessionContext;
 use super::config::{Candidates, JoinOptions};
 use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64};
-use super::sql::{self, render, Param};
+use super::sql::{self, render, table, Param};
 use super::summary::{BandPlanSummary, Summary};
 use super::tables::{components_parquet, view_without};
 use super::KeepRule;
@@ -20,7 +20,7 @@ use crate::storage::{register_parquet, OutputDir};
 /// The view `eligible`: the fingerprints without the `rejected` documents
 /// (kept in the work folder as `unconfirmed`).
 pub(super) async fn eligible_without(ctx: &SessionContext, out: &OutputDir, rejected: &[(String, String)]) -> Result<()> {
-    view_without(ctx, out, "eligible", "fingerprints", "unconfirmed", rejected).await
+    view_without(ctx, out, table::ELIGIBLE, table::FINGERPRINTS, "unconfirmed", rejected).await
 }
 
 /// What [`near_pairs`] found.
@@ -56,7 +56,7 @@ impl NearPairs {
             ..Summary::default()
         };
         out.put("_work/components.parquet", components_parquet(&components(self.edges))?).await?;
-        register_parquet(ctx, "components", &out.staged("_work/components.parquet")).await?;
+        register_parquet(ctx, table::COMPONENTS, &out.staged("_work/components.parquet")).await?;
         Ok(summary)
     }
 }
@@ -104,7 +104,7 @@ pub(super) async fn near_pairs(
         sources.push(format!("MinHash {}", join.minhash));
     }
     let candidates_path = out.staged("_work/candidates/");
-    register_parquet(ctx, "candidates", &candidates_path).await?;
+    register_parquet(ctx, table::CANDIDATES, &candidates_path).await?;
     let candidates = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
     let sources = sources.join("; ");
     progress.done("join", describe(candidates, &sources));
@@ -121,7 +121,7 @@ pub(super) async fn near_pairs(
             near_path
         }
     };
-    register_parquet(ctx, "near_pairs", &near_path).await?;
+    register_parquet(ctx, table::NEAR_PAIRS, &near_path).await?;
     let mut edges = Vec::new();
     for b in &collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await? {
         let (a, c) = (column_u64(b, 0)?, column_u64(b, 1)?);
@@ -135,7 +135,7 @@ pub(super) async fn near_pairs(
 pub(super) async fn term_sets(ctx: &SessionContext, out: &OutputDir, tonight: &str) -> Result<()> {
     let path = out.staged("_work/term_sets.parquet");
     collect(ctx, &render(sql::TERM_SETS, &[("tonight", Param::Ident(tonight)), ("path", Param::Text(&path))])).await?;
-    register_parquet(ctx, "term_sets", &path).await?;
+    register_parquet(ctx, table::TERM_SETS, &path).await?;
     Ok(())
 }
 
@@ -144,7 +144,7 @@ pub(super) async fn term_sets(ctx: &SessionContext, out: &OutputDir, tonight: &s
 async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir) -> Result<()> {
     let buckets = out.staged("_work/minhash_buckets.parquet");
     collect(ctx, &render(sql::MINHASH_BUCKETS, &[("path", Param::Text(&buckets))])).await?;
-    register_parquet(ctx, "minhash_buckets", &buckets).await?;
+    register_parquet(ctx, table::MINHASH_BUCKETS, &buckets).await?;
     let path = out.staged("_work/candidates/minhash.parquet");
     // Hot buckets give only pairs that pass a Jaccard check; other
     // checks take every pair of every bucket.

@@ -31,10 +31,10 @@ use super::candidates::{eligible_without, near_pairs, term_sets, NearPairs};
 use super::config::{JobSpec, JoinOptions, KeepRule};
 use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, strings};
-use super::sql::{self, render, Param};
+use super::sql::{self, render, table, Param};
 use super::store_run::StoreRun;
 use super::summary::{content_identity, FingerprintSettings, StoreReads, StoreSummary, Summary};
-use super::tables::{materialize, seal, view_without, FileMetadata};
+use super::tables::{create_view, materialize, seal, view_without, FileMetadata};
 use super::touched::fetch_touched;
 use crate::error::{Error, Result};
 use crate::sets::Verify;
@@ -45,10 +45,10 @@ use crate::storage::{literal, read_object, register_parquet, OutputDir};
 /// kept in the work folder for the anti-join).
 pub async fn documents_not_stored(ctx: &SessionContext, out: &OutputDir, already: &[(String, String)]) -> Result<()> {
     if already.is_empty() {
-        collect(ctx, "CREATE VIEW documents AS SELECT * FROM documents_input").await?;
+        create_view(ctx, table::DOCUMENTS, "SELECT * FROM documents_input").await?;
         return Ok(());
     }
-    view_without(ctx, out, "documents", "documents_input", "already_stored", already).await
+    view_without(ctx, out, table::DOCUMENTS, table::DOCUMENTS_INPUT, "already_stored", already).await
 }
 
 /// What the fingerprint stages leave for the store stages.
@@ -149,9 +149,9 @@ async fn tonight_pairs(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir
 /// copies whose term set fails against their fingerprint's first document,
 /// stored or new (sql/93_store_unconfirmed.sql). Returns how many failed.
 async fn tonight_eligible(ctx: &SessionContext, verify: Verify, out: &OutputDir) -> Result<u64> {
-    term_sets(ctx, out, "fingerprints").await?;
+    term_sets(ctx, out, table::FINGERPRINTS).await?;
     let Some((measure, threshold)) = verify.measure() else {
-        collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
+        create_view(ctx, table::ELIGIBLE, "SELECT * FROM fingerprints").await?;
         return Ok(0);
     };
     let statement = render(sql::STORE_UNCONFIRMED, &[("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))]);
@@ -187,7 +187,7 @@ async fn stage_run(ctx: &SessionContext, store: &StoreRun, night: &Night<'_>, ke
         crate::storage::sorted::write_query(ctx, &statement, &run_path).await?;
         let meta = FileMetadata { settings: night.settings.clone(), idf_n_docs: Some(night.idf_n_docs), idf_model: Some(idf_model), minhash: store.minhash };
         seal(ctx, &run_path, Some(&meta)).await?;
-        register_parquet(ctx, "night", &run_path).await?;
+        register_parquet(ctx, table::NIGHT, &run_path).await?;
         Ok::<_, Error>(meta)
     }
     .await;
@@ -214,8 +214,8 @@ struct NightReport {
 /// The night's report, staged in `out`: tonight's clusters
 /// (sql/95_store_clusters.sql) and pairs (sql/70_pairs.sql, as `dedup`).
 async fn night_report(ctx: &SessionContext, out: &OutputDir, meta: &FileMetadata, run_id: &str) -> Result<NightReport> {
-    materialize(ctx, sql::STORE_CLUSTERS, &[], &out.staged("clusters/part-00000.parquet"), "clusters", Some(meta)).await?;
-    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), "pairs", Some(meta)).await?;
+    materialize(ctx, sql::STORE_CLUSTERS, &[], &out.staged("clusters/part-00000.parquet"), table::CLUSTERS, Some(meta)).await?;
+    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), table::PAIRS, Some(meta)).await?;
     let counts = collect(
         ctx,
         &format!(

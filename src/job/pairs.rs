@@ -10,7 +10,8 @@ use super::progress::{Progress, RunOptions};
 use super::query::{collect, column_u64};
 use super::runner::{finish, join_stages, minhash_expression};
 use super::summary::{FingerprintSettings, InputSummary, RunCommand, Summary};
-use super::tables::{FileMetadata, METADATA_KEY};
+use super::sql::table;
+use super::tables::{create_view, FileMetadata, METADATA_KEY};
 use crate::error::{Error, Result};
 use crate::session::{context, EngineOptions};
 use crate::sets::Verify;
@@ -99,15 +100,11 @@ async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRu
         }
         Err(_) => String::new(),
     };
-    collect(
-        ctx,
-        &format!(
-            "CREATE VIEW fingerprints AS SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
-             CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{extra} FROM fingerprints_input"
-        ),
-    )
-    .await?;
-    Ok(())
+    let query = format!(
+        "SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
+         CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{extra} FROM fingerprints_input"
+    );
+    create_view(ctx, table::FINGERPRINTS, &query).await
 }
 
 /// The MinHash band keys of the table's documents: the file's own when made

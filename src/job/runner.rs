@@ -23,8 +23,8 @@ use super::nightly;
 use super::store_run::StoreRun;
 use super::progress::{Progress, RunOptions};
 use super::query::{collect, collect_with, column_u64, scalar_u64};
-use super::tables::{materialize, FileMetadata, METADATA_KEY};
-use super::sql::{self, render, Param};
+use super::tables::{create_view, materialize, FileMetadata, METADATA_KEY};
+use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary, InputSummary, RunCommand, Summary};
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
@@ -78,8 +78,8 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
     let ctx = context(&spec.engine).await?;
     let mut progress = Progress::new(options);
     let Some(store_options) = &spec.store else {
-        register_documents(&ctx, spec, &keep, "documents").await?;
-        let dropped = match check_ids(&ctx, "documents", spec.columns.duplicate_ids).await {
+        register_documents(&ctx, spec, &keep, table::DOCUMENTS).await?;
+        let dropped = match check_ids(&ctx, table::DOCUMENTS, spec.columns.duplicate_ids).await {
             Ok(n) => n,
             Err(e) => return Err(name_bad_file(&ctx, spec, e).await),
         };
@@ -129,8 +129,8 @@ async fn store_night(
     let minhash = spec.join.candidates.minhash().then_some(spec.join.minhash);
     let mut store =
         StoreRun::open(&ctx, store_options, settings, &keep, minhash, spec.fingerprint.idf_model.as_deref()).await?;
-    register_documents(&ctx, spec, &keep, "documents_input").await?;
-    let dropped = match check_ids(&ctx, "documents_input", spec.columns.duplicate_ids).await {
+    register_documents(&ctx, spec, &keep, table::DOCUMENTS_INPUT).await?;
+    let dropped = match check_ids(&ctx, table::DOCUMENTS_INPUT, spec.columns.duplicate_ids).await {
         Ok(n) => n,
         Err(e) => return Err(name_bad_file(&ctx, spec, e).await),
     };
@@ -288,7 +288,7 @@ async fn segment_stage(
         ),
     )
     .await?;
-    register_parquet(ctx, "terms", &terms_path).await?;
+    register_parquet(ctx, table::TERMS, &terms_path).await?;
     let corpus_n = scalar_u64(ctx, &render(sql::CORPUS_SIZE, &[])).await?;
     progress.done("segment", format!("{corpus_n} documents with terms"));
     Ok(corpus_n)
@@ -329,7 +329,7 @@ async fn corpus_df_stage(
         None => {
             let df_path = out.staged("_work/corpus_df.parquet");
             let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None };
-            materialize(ctx, sql::CORPUS_DF, &[], &df_path, "corpus_df", Some(&meta)).await?;
+            materialize(ctx, sql::CORPUS_DF, &[], &df_path, table::CORPUS_DF, Some(&meta)).await?;
             if let Some(save) = &fp.save_idf_model {
                 copy_file(ctx, &df_path, save).await?;
             }
@@ -373,7 +373,7 @@ async fn fingerprint_stage(
         ("minhash", Param::Sql(&minhash_expression(minhash, "term_set"))),
         ("keep_key", Param::Sql(keep_key)),
     ];
-    materialize(ctx, sql::FINGERPRINTS, &params, &fp_path, "fingerprints", Some(&meta)).await?;
+    materialize(ctx, sql::FINGERPRINTS, &params, &fp_path, table::FINGERPRINTS, Some(&meta)).await?;
     progress.done("fingerprints", format!("weighting {}", fp.weighting));
     Ok(meta)
 }
@@ -454,7 +454,7 @@ async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &Fingerprin
             serde_json::to_string(&settings.for_idf_model()).unwrap_or_default()
         )));
     }
-    register_parquet(ctx, "corpus_df", model).await?;
+    register_parquet(ctx, table::CORPUS_DF, model).await?;
     Ok(n)
 }
 
@@ -495,7 +495,7 @@ pub(super) async fn join_stages(
     progress.begin("join", None);
     // A one-shot run is a store's first night: nothing is stored (the
     // shared statements 50, 57 and 70 read `stored`, and 57 `stored_term_sets`).
-    collect(ctx, "CREATE VIEW stored AS SELECT * FROM fingerprints WHERE false").await?;
+    create_view(ctx, table::STORED, "SELECT * FROM fingerprints WHERE false").await?;
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
 
@@ -519,7 +519,7 @@ pub(super) async fn join_stages(
     let joined = found.into_components(ctx, out, join, keep, unconfirmed).await?;
     let (clusters, in_clusters) = clusters_stage(ctx, out, keep, meta, progress).await?;
     progress.begin("pairs", None);
-    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), "pairs", meta).await?;
+    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), table::PAIRS, meta).await?;
     let pairs = scalar_u64(ctx, "SELECT count(*) FROM pairs").await?;
     progress.done("pairs", format!("{pairs} pairs"));
 
@@ -539,14 +539,14 @@ pub(super) async fn join_stages(
 /// (sql/57_term_sets.sql). Returns how many copies were left out.
 async fn eligible(ctx: &SessionContext, out: &OutputDir, verify: Verify) -> Result<u64> {
     if verify.measure().is_none() {
-        collect(ctx, "CREATE VIEW eligible AS SELECT * FROM fingerprints").await?;
+        create_view(ctx, table::ELIGIBLE, "SELECT * FROM fingerprints").await?;
         return Ok(0);
     }
     let batches = collect(ctx, &render(sql::UNCONFIRMED_COPIES, &[])).await?;
     let rejected = unconfirmed_copies(&batches, verify)?;
     eligible_without(ctx, out, &rejected).await?;
     super::touched::no_stored_term_sets(ctx).await?;
-    term_sets(ctx, out, "eligible").await?;
+    term_sets(ctx, out, table::ELIGIBLE).await?;
     Ok(rejected.len() as u64)
 }
 
@@ -554,7 +554,7 @@ async fn eligible(ctx: &SessionContext, out: &OutputDir, verify: Verify) -> Resu
 /// documents they hold.
 async fn clusters_stage(ctx: &SessionContext, out: &OutputDir, keep: &KeepRule, meta: Option<&FileMetadata>, progress: &mut Progress) -> Result<(u64, u64)> {
     let path = out.staged("clusters/part-00000.parquet");
-    materialize(ctx, sql::CLUSTERS, &[("keep_order", Param::Sql(keep.order_by()))], &path, "clusters", meta).await?;
+    materialize(ctx, sql::CLUSTERS, &[("keep_order", Param::Sql(keep.order_by()))], &path, table::CLUSTERS, meta).await?;
     let batches = collect(ctx, "SELECT count(DISTINCT cluster_id), count(*) FROM clusters").await?;
     let (clusters, in_clusters) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
     progress.done("clusters", format!("{clusters} clusters holding {in_clusters} documents"));

@@ -13,33 +13,90 @@ pub struct Statement {
     pub file: &'static str,
     pub sql: &'static str,
     pub params: &'static [&'static str],
+    /// The tables (of [`table`]) it reads: registered by the job before it
+    /// runs, and checked against its text by a test.
+    pub reads: &'static [&'static str],
+}
+
+/// The tables the job registers for its statements to read, by the names
+/// the files of `sql/` use. Each is registered with its constant only.
+pub mod table {
+    /// Every input's documents (10_documents.sql), less those already stored.
+    pub const DOCUMENTS: &str = "documents";
+    /// A store run's input documents, before those already stored are left out.
+    pub const DOCUMENTS_INPUT: &str = "documents_input";
+    pub const TERMS: &str = "terms";
+    pub const CORPUS_DF: &str = "corpus_df";
+    pub const FINGERPRINTS: &str = "fingerprints";
+    /// The fingerprints that take part in the join (56_unconfirmed_copies.sql).
+    pub const ELIGIBLE: &str = "eligible";
+    /// The stored rows a night touches (empty in a one-shot run).
+    pub const STORED: &str = "stored";
+    pub const STORED_TERM_SETS: &str = "stored_term_sets";
+    /// Every earlier run's compact columns (simhash and MinHash keys).
+    pub const STORED_RUNS: &str = "stored_runs";
+    pub const TERM_SETS: &str = "term_sets";
+    pub const MINHASH_BUCKETS: &str = "minhash_buckets";
+    pub const CANDIDATES: &str = "candidates";
+    pub const NEAR_PAIRS: &str = "near_pairs";
+    /// Connected components of the near pairs, computed in Rust.
+    pub const COMPONENTS: &str = "components";
+    pub const CLUSTERS: &str = "clusters";
+    pub const PAIRS: &str = "pairs";
+    /// The run a night adds to the store (94_store_run.sql).
+    pub const NIGHT: &str = "night";
+
+    pub const ALL: &[&str] = &[
+        DOCUMENTS,
+        DOCUMENTS_INPUT,
+        TERMS,
+        CORPUS_DF,
+        FINGERPRINTS,
+        ELIGIBLE,
+        STORED,
+        STORED_TERM_SETS,
+        STORED_RUNS,
+        TERM_SETS,
+        MINHASH_BUCKETS,
+        CANDIDATES,
+        NEAR_PAIRS,
+        COMPONENTS,
+        CLUSTERS,
+        PAIRS,
+        NIGHT,
+    ];
 }
 
 macro_rules! statement {
-    ($name:ident, $file:literal, [$($param:literal),*]) => {
-        pub const $name: Statement = Statement { file: $file, sql: include_str!(concat!("../../sql/", $file)), params: &[$($param),*] };
+    ($name:ident, $file:literal, [$($param:literal),*], reads [$($table:expr),*]) => {
+        pub const $name: Statement = Statement {
+            file: $file,
+            sql: include_str!(concat!("../../sql/", $file)),
+            params: &[$($param),*],
+            reads: &[$($table),*],
+        };
     };
 }
 
-statement!(DOCUMENTS, "10_documents.sql", ["source", "id", "text", "title", "keep_key", "table"]);
-statement!(BOILERPLATE_LINES, "15_boilerplate_lines.sql", ["min_docs"]);
-statement!(TERMS, "20_terms.sql", ["tokenizer", "analyzer_options", "with_pos", "boilerplate", "keep_key", "path"]);
-statement!(CORPUS_SIZE, "30_corpus_size.sql", []);
-statement!(CORPUS_DF, "31_corpus_df.sql", ["path"]);
-statement!(FINGERPRINTS, "40_fingerprints.sql", ["model", "model_version", "n_docs", "weighting", "formula", "top_k", "minhash", "keep_key", "path"]);
-statement!(NEAR_PAIRS, "50_near_pairs.sql", ["k", "m", "path"]);
-statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path"]);
-statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold", "path"]);
-statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"]);
-statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", []);
-statement!(TERM_SETS, "57_term_sets.sql", ["tonight", "path"]);
-statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"]);
-statement!(PAIRS, "70_pairs.sql", ["path"]);
-statement!(SURVIVORS, "80_survivors.sql", ["source", "id", "table", "path"]);
-statement!(STORE_PROBE, "89_store_probe.sql", ["index", "version", "k", "m"]);
-statement!(STORE_UNCONFIRMED, "93_store_unconfirmed.sql", ["measure", "threshold"]);
-statement!(STORE_RUN, "94_store_run.sql", ["keep_key", "keep_key_f", "keep_order", "run"]);
-statement!(STORE_CLUSTERS, "95_store_clusters.sql", ["path"]);
+statement!(DOCUMENTS, "10_documents.sql", ["source", "id", "text", "title", "keep_key", "table"], reads []);
+statement!(BOILERPLATE_LINES, "15_boilerplate_lines.sql", ["min_docs"], reads [table::DOCUMENTS]);
+statement!(TERMS, "20_terms.sql", ["tokenizer", "analyzer_options", "with_pos", "boilerplate", "keep_key", "path"], reads [table::DOCUMENTS]);
+statement!(CORPUS_SIZE, "30_corpus_size.sql", [], reads [table::TERMS]);
+statement!(CORPUS_DF, "31_corpus_df.sql", ["path"], reads [table::TERMS]);
+statement!(FINGERPRINTS, "40_fingerprints.sql", ["model", "model_version", "n_docs", "weighting", "formula", "top_k", "minhash", "keep_key", "path"], reads [table::TERMS]);
+statement!(NEAR_PAIRS, "50_near_pairs.sql", ["k", "m", "path"], reads [table::FINGERPRINTS, table::STORED]);
+statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path"], reads [table::TERM_SETS]);
+statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold", "path"], reads [table::MINHASH_BUCKETS, table::TERM_SETS]);
+statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
+statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", [], reads [table::FINGERPRINTS]);
+statement!(TERM_SETS, "57_term_sets.sql", ["tonight", "path"], reads [table::STORED_TERM_SETS]);
+statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"], reads [table::COMPONENTS, table::ELIGIBLE]);
+statement!(PAIRS, "70_pairs.sql", ["path"], reads [table::CLUSTERS, table::ELIGIBLE, table::NEAR_PAIRS, table::STORED]);
+statement!(SURVIVORS, "80_survivors.sql", ["source", "id", "table", "path"], reads [table::CLUSTERS]);
+statement!(STORE_PROBE, "89_store_probe.sql", ["index", "version", "k", "m"], reads [table::STORED_RUNS]);
+statement!(STORE_UNCONFIRMED, "93_store_unconfirmed.sql", ["measure", "threshold"], reads [table::FINGERPRINTS, table::TERM_SETS]);
+statement!(STORE_RUN, "94_store_run.sql", ["keep_key", "keep_key_f", "keep_order", "run"], reads [table::COMPONENTS, table::ELIGIBLE, table::FINGERPRINTS, table::STORED]);
+statement!(STORE_CLUSTERS, "95_store_clusters.sql", ["path"], reads [table::NIGHT]);
 
 /// Every pipeline statement, in file order (for tests).
 pub const ALL: &[Statement] = &[
@@ -151,6 +208,35 @@ mod tests {
             .collect();
         on_disk.sort();
         assert_eq!(files, on_disk, "every file of sql/ is a statement");
+    }
+
+    /// The tables a statement reads: the names after FROM and JOIN, less
+    /// its own common table expressions, subqueries and placeholders.
+    fn tables_read(sql: &str) -> Vec<String> {
+        let code: String = sql.lines().map(|l| l.split("--").next().unwrap_or("")).collect::<Vec<_>>().join(" ");
+        let words: Vec<&str> = code.split(|c: char| c.is_whitespace() || c == ',' || c == ')').filter(|w| !w.is_empty()).collect();
+        let named_here: Vec<&str> = words.windows(3).filter(|w| w[1].eq_ignore_ascii_case("AS") && w[2].starts_with('(')).map(|w| w[0]).collect();
+        let mut read: Vec<String> = words
+            .windows(2)
+            .filter(|w| w[0].eq_ignore_ascii_case("FROM") || w[0].eq_ignore_ascii_case("JOIN"))
+            .map(|w| w[1])
+            .filter(|t| !t.starts_with('(') && !t.starts_with("{{") && !named_here.contains(t))
+            .map(String::from)
+            .collect();
+        read.sort();
+        read.dedup();
+        read
+    }
+
+    #[test]
+    fn every_statement_declares_the_tables_it_reads() {
+        for s in ALL {
+            let mut declared: Vec<String> = s.reads.iter().map(|t| t.to_string()).collect();
+            declared.sort();
+            assert_eq!(tables_read(s.sql), declared, "{}", s.file);
+            assert!(s.reads.iter().all(|t| table::ALL.contains(t)), "{}", s.file);
+        }
+        assert_eq!(tables_read("WITH a AS (SELECT 1 FROM x) SELECT * FROM a JOIN y ON true, (SELECT 2 FROM z)"), ["x", "y", "z"]);
     }
 
     #[test]

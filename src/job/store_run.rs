@@ -14,6 +14,8 @@ use super::config::{KeepRule, StoreOptions};
 use super::query::{collect, collect_measured, column_u64, strings};
 use super::store::{check_format, Manifest, STORE_FORMAT};
 use super::summary::{content_identity, FingerprintSettings, StoreReads};
+use super::sql::table;
+use super::tables::create_view;
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
 use crate::storage::fetch::{rows_by_key, Take};
@@ -199,8 +201,7 @@ impl StoreRun {
             register_parquet_files(ctx, &format!("stored_file_{i}"), std::slice::from_ref(file)).await?;
             parts.push(format!("SELECT {i} AS file, doc_key, simhash, minhash FROM stored_file_{i}"));
         }
-        collect(ctx, &format!("CREATE VIEW stored_runs AS {}", parts.join(" UNION ALL "))).await?;
-        Ok(())
+        create_view(ctx, table::STORED_RUNS, &parts.join(" UNION ALL ")).await
     }
 
     /// Rows `(file, simhash)` as each earlier file's sorted, distinct

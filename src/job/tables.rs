@@ -63,6 +63,12 @@ pub(super) async fn materialize(
     Ok(())
 }
 
+/// Register `query` as the view `name` (one of [`super::sql::table`]).
+pub(super) async fn create_view(ctx: &SessionContext, name: &str, query: &str) -> Result<()> {
+    collect(ctx, &format!("CREATE VIEW {} AS {query}", crate::storage::ident(name))).await?;
+    Ok(())
+}
+
 /// Give the table written at `path` neardup's footer: `meta` under
 /// [`METADATA_KEY`] (when known), no engine-dependent entries.
 pub(super) async fn seal(ctx: &SessionContext, path: &str, meta: Option<&FileMetadata>) -> Result<()> {

@@ -15,9 +15,9 @@ use datafusion::prelude::SessionContext;
 use super::config::JoinOptions;
 use super::store_run::StoreRun;
 use super::query::{collect, collect_measured};
-use super::sql::{self, render, Param};
+use super::sql::{self, render, table, Param};
 use super::summary::StoreReads;
-use super::tables::{conform, write_batches};
+use super::tables::{conform, create_view, write_batches};
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
 use crate::probe::NightIndex;
@@ -58,8 +58,8 @@ pub(super) async fn fetch_touched(
     out.put("_work/stored_term_sets.parquet", term_sets).await?;
     out.put("_work/stored.parquet", rest).await?;
     log::debug!("{:>6} ms  fetch: stored.parquet and stored_term_sets.parquet written", started.elapsed().as_millis());
-    register_parquet(ctx, "stored", &out.staged("_work/stored.parquet")).await?;
-    register_parquet(ctx, "stored_term_sets", &out.staged("_work/stored_term_sets.parquet")).await?;
+    register_parquet(ctx, table::STORED, &out.staged("_work/stored.parquet")).await?;
+    register_parquet(ctx, table::STORED_TERM_SETS, &out.staged("_work/stored_term_sets.parquet")).await?;
     reads.fetch_ms = started.elapsed().as_millis() as u64;
     Ok(())
 }
@@ -285,18 +285,18 @@ fn minhash_key_count(batches: &[RecordBatch]) -> usize {
 
 /// Register `stored` and `stored_term_sets` with no rows, for a store's first night.
 pub(super) async fn register_nothing_stored(ctx: &SessionContext, keep_key: &str) -> Result<()> {
-    let statement = format!(
-        "CREATE VIEW stored AS SELECT source, id, simhash, n_terms, n_chars{keep_key}, \
+    let query = format!(
+        "SELECT source, id, simhash, n_terms, n_chars{keep_key}, \
          source AS representative_source, id AS representative_id, CAST(NULL AS VARCHAR) AS representative_run, \
          CAST(NULL AS VARCHAR) AS run FROM fingerprints WHERE false"
     );
-    collect(ctx, &statement).await?;
+    create_view(ctx, table::STORED, &query).await?;
     no_stored_term_sets(ctx).await
 }
 
 /// Register `stored_term_sets` with no rows: nothing is stored.
 pub async fn no_stored_term_sets(ctx: &SessionContext) -> Result<()> {
-    collect(ctx, "CREATE VIEW stored_term_sets AS SELECT simhash, source, id, term_set, minhash FROM fingerprints WHERE false").await?;
+    create_view(ctx, table::STORED_TERM_SETS, "SELECT simhash, source, id, term_set, minhash FROM fingerprints WHERE false").await?;
     Ok(())
 }
 
