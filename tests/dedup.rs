@@ -34,6 +34,30 @@ fn same_cluster(clusters: &BTreeSet<BTreeSet<String>>, a: &str, b: &str) -> bool
 }
 
 #[test]
+fn a_dry_run_plans_the_steps_the_run_takes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [&[&str]; 4] = [
+        &[],
+        &["--boilerplate-lines", "3", "--survivors"],
+        &["--weighting", "tf", "--verify", "none", "--candidates", "simhash"],
+        &["--weighting", "tf", "--save-idf-model", "MODEL"],
+    ];
+    for (i, extra) in cases.iter().enumerate() {
+        let out = dir.path().join(format!("out{i}"));
+        let model = dir.path().join(format!("df{i}.parquet")).display().to_string();
+        let extra: Vec<&str> = extra.iter().map(|a| if *a == "MODEL" { model.as_str() } else { a }).collect();
+        let plan = ok(&dedup(&out, &[&extra[..], &["--dry-run", "--json"]].concat()));
+        assert!(!out.exists(), "a dry run writes nothing");
+        ok(&dedup(&out, &extra));
+        assert_eq!(planned_steps(&plan), timed_steps(&out), "{extra:?}");
+    }
+    // The plan says which statements each stage runs.
+    let plan = ok(&dedup(&dir.path().join("plan"), &["--dry-run", "--json"]));
+    let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    assert_eq!(plan["plan"]["stages"][0], "segment (20_terms.sql, 30_corpus_size.sql)");
+}
+
+#[test]
 fn dedup_finds_the_planted_duplicates() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");

@@ -300,6 +300,13 @@ fn dry_run_checks_and_writes_nothing() {
     let plan: serde_json::Value = serde_json::from_str(&ok(&night(dir.path(), s, NIGHTS[0], r, &["--dry-run", "--json"]))).unwrap();
     assert_eq!(plan["plan"]["output_action"], "create");
     assert!(plan["plan"]["inputs"][0]["rows"].as_u64().unwrap() > 100);
+    // A night takes the steps its plan lists.
+    let planned = planned_steps(&ok(&night(dir.path(), s, NIGHTS[0], r, &["--dry-run", "--json"])));
+    assert!(planned.contains("representatives"), "{planned:?}");
+    ok(&night(dir.path(), s, NIGHTS[0], r, &[]));
+    assert_eq!(planned, timed_steps(&reports.join(NIGHTS[0])));
+    std::fs::remove_dir_all(&store).unwrap();
+    std::fs::remove_dir_all(&reports).unwrap();
     // The checks of a real run apply: a missing drop is bad input.
     let o = night(dir.path(), s, "2026-12-31", r, &["--dry-run"]);
     assert_eq!(o.status.code(), Some(2));

@@ -11,6 +11,7 @@ use super::sql::{self, render, table, Param};
 use super::summary::{BandPlanSummary, Summary};
 use super::tables::{components_parquet, view_without};
 use super::KeepRule;
+use crate::minhash::MinHashPlan;
 use crate::cluster::components;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
@@ -163,5 +164,14 @@ pub(super) fn candidates_name(join: &JoinOptions) -> String {
         Candidates::Simhash => "simhash".to_string(),
         Candidates::Minhash => format!("minhash:{}", join.minhash),
         Candidates::Both => format!("simhash+minhash:{}", join.minhash),
+    }
+}
+
+/// The SQL of a `minhash` column: the band keys of the term set in column
+/// `set` with `plan`, or NULL without MinHash candidates.
+pub(super) fn minhash_expression(plan: Option<MinHashPlan>, set: &str) -> String {
+    match plan {
+        Some(p) => format!("minhash_keys({set}, {}, {})", p.bands, p.rows),
+        None => "CAST(NULL AS BIGINT UNSIGNED[])".to_string(),
     }
 }

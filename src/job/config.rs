@@ -401,10 +401,11 @@ impl JobSpec {
         Ok(())
     }
 
-    /// Check every setting that can be checked before reading data.
-    pub fn validate(&self) -> Result<KeepRule> {
+    /// Check every setting that can be checked before reading data, and
+    /// return those it parsed ([`crate::job::Job`] holds them).
+    pub fn validate(&self) -> Result<Checked> {
         crate::storage::check_input_names(&self.inputs)?;
-        self.fingerprint.mode()?;
+        let tokenizer = self.fingerprint.mode()?;
         if self.fingerprint.boilerplate_lines.is_some_and(|n| n < 2) {
             return Err(Error::input("boilerplate_lines must be at least 2: a line in one document is no boilerplate"));
         }
@@ -444,8 +445,15 @@ impl JobSpec {
                 self.fingerprint.weighting
             )));
         }
-        Ok(keep)
+        Ok(Checked { keep, tokenizer })
     }
+}
+
+/// The settings [`JobSpec::validate`] parses from their text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub keep: KeepRule,
+    pub tokenizer: Mode,
 }
 
 #[cfg(test)]
@@ -461,7 +469,7 @@ mod tests {
         assert_eq!(spec.inputs[0].url, dir.path().join("data/a.parquet").display().to_string());
         assert_eq!(spec.join.max_hamming, 3);
         assert_eq!(spec.fingerprint.weighting, Weighting::IMPROVED);
-        assert_eq!(spec.validate().unwrap(), KeepRule::SmallestId);
+        assert_eq!(spec.validate().unwrap(), Checked { keep: KeepRule::SmallestId, tokenizer: Mode::Precise });
     }
 
     #[test]

@@ -3,14 +3,18 @@
 
 mod candidates;
 mod config;
+mod context;
 mod inputs;
 mod nightly;
+mod oneshot;
 mod pairs;
+mod pipeline;
 mod plan;
 mod progress;
 mod query;
 mod runner;
 pub mod sql;
+mod stages;
 pub mod store;
 mod store_run;
 mod summary;
@@ -18,6 +22,7 @@ mod tables;
 mod touched;
 
 pub use config::{check_run_id, defaults, Candidates, DuplicateIds, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
+pub use context::Job;
 pub use progress::{LogFormat, RunOptions};
 pub use pairs::{run_pairs, PairsSpec};
 pub use runner::{run_dedup, run_fingerprint};

@@ -28,12 +28,14 @@
 use datafusion::prelude::SessionContext;
 
 use super::candidates::{eligible_without, near_pairs, term_sets, NearPairs};
-use super::config::{JobSpec, JoinOptions, KeepRule};
+use super::config::JoinOptions;
+use super::context::{Job, Run};
+use super::stages::Idf;
 use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, strings};
 use super::sql::{self, render, table, Param};
 use super::store_run::StoreRun;
-use super::summary::{content_identity, FingerprintSettings, StoreReads, StoreSummary, Summary};
+use super::summary::{content_identity, StoreReads, StoreSummary, Summary};
 use super::tables::{create_view, materialize, seal, view_without, FileMetadata};
 use super::touched::fetch_touched;
 use crate::error::{Error, Result};
@@ -51,14 +53,9 @@ pub async fn documents_not_stored(ctx: &SessionContext, out: &OutputDir, already
     view_without(ctx, out, table::DOCUMENTS, table::DOCUMENTS_INPUT, "already_stored", already).await
 }
 
-/// What the fingerprint stages leave for the store stages.
-pub struct Night<'a> {
-    pub spec: &'a JobSpec,
-    pub keep: &'a KeepRule,
-    pub settings: &'a FingerprintSettings,
-    /// The df table the fingerprints were made with (a work file or the store's model).
-    pub model: Option<&'a str>,
-    pub idf_n_docs: u64,
+/// The store a night runs against, and what the inputs stage found of it.
+pub(super) struct NightStore<'a> {
+    pub store: &'a mut StoreRun,
     pub already_stored: u64,
     /// What finding the already stored documents read.
     pub reads: StoreReads,
@@ -66,14 +63,18 @@ pub struct Night<'a> {
     pub lease: Option<&'a crate::storage::lease::Lease>,
 }
 
-/// The store stages: pairs with tonight's fingerprints, representatives,
-/// the run's partition (committed here) and the night's report (staged in
-/// `out`, committed by the caller). The candidates, the check and the
-/// components are those of a one-shot run ([`near_pairs`]); a night differs
-/// in what it reads (`stored`, [`fetch_touched`]) and what it writes (a run).
-pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Night<'_>, out: &OutputDir, progress: &mut Progress) -> Result<Summary> {
-    let join = &night.spec.join;
-    let keep_key = if night.keep.column().is_some() { ", keep_key" } else { "" };
+/// Stage `night`: pairs with tonight's fingerprints, representatives, the
+/// run's partition (committed here) and the night's report (staged in the
+/// run's output, committed by the caller); `idf` is what the fingerprints
+/// were weighted with. The candidates, the check and the components are
+/// those of a one-shot run ([`near_pairs`]); a night differs in what it
+/// reads (`stored`, [`fetch_touched`]) and what it writes (a run).
+pub(super) async fn store_stages(run: &mut Run<'_>, night: NightStore<'_>, idf: &Idf) -> Result<Summary> {
+    let (ctx, out, job) = (run.ctx, run.out, run.job);
+    let progress = &mut *run.progress;
+    let store = night.store;
+    let join = &job.spec.join;
+    let keep_key = job.keep_key();
     progress.begin("join", None);
     let stored_documents =
         if store.is_first() { 0 } else { scalar_u64(ctx, "SELECT count(*) FROM stored_runs").await? };
@@ -82,10 +83,12 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
     let unconfirmed = tonight_eligible(ctx, join.verify, out).await?;
 
     let found = tonight_pairs(ctx, join, out, unconfirmed, progress).await?;
-    let joined = found.into_components(ctx, out, join, night.keep, unconfirmed).await?;
+    let joined = found.into_components(ctx, out, join, &job.keep, unconfirmed).await?;
 
     let created = store.manifest.is_none();
-    let (run_out, meta) = stage_run(ctx, store, &night, keep_key).await?;
+    let model = idf.model.as_ref().map(|m| m.location.as_str());
+    let idf_n_docs = idf.summary.as_ref().map_or(0, |i| i.n_docs);
+    let (run_out, meta) = stage_run(ctx, store, job, model, idf_n_docs).await?;
     progress.done("representatives", format!("run '{}' staged", store.run_id));
     progress.begin("store", None);
     let report = night_report(ctx, out, &meta, &store.run_id).await?;
@@ -93,7 +96,7 @@ pub async fn store_stages(ctx: &SessionContext, store: &mut StoreRun, night: Nig
     // Commit: the store's model and manifest first (for its first run), then
     // the run, then (the caller) the report.
     if created {
-        store.create(ctx, night.model, night.idf_n_docs, night.settings, night.keep).await?;
+        store.create(ctx, model, idf_n_docs, &job.settings, &job.keep).await?;
     }
     let store_summary = StoreSummary {
         url: store.url().to_string(),
@@ -166,8 +169,9 @@ async fn tonight_eligible(ctx: &SessionContext, verify: Verify, out: &OutputDir)
 
 /// Tonight's partition, written and sealed beside the store's runs (not yet
 /// committed) and registered as `night`; on failure nothing is left staged.
-async fn stage_run(ctx: &SessionContext, store: &StoreRun, night: &Night<'_>, keep_key: &str) -> Result<(OutputDir, FileMetadata)> {
-    let idf_model = match (&store.manifest, night.model) {
+async fn stage_run(ctx: &SessionContext, store: &StoreRun, job: &Job, model: Option<&str>, idf_n_docs: u64) -> Result<(OutputDir, FileMetadata)> {
+    let keep_key = job.keep_key();
+    let idf_model = match (&store.manifest, model) {
         (Some(m), _) => m.idf_model.clone(),
         (None, Some(model)) => content_identity(&read_object(ctx, model).await?),
         (None, None) => "none".into(),
@@ -180,12 +184,12 @@ async fn stage_run(ctx: &SessionContext, store: &StoreRun, night: &Night<'_>, ke
             &[
                 ("keep_key", Param::Sql(keep_key)),
                 ("keep_key_f", Param::Sql(if keep_key.is_empty() { "" } else { ", f.keep_key" })),
-                ("keep_order", Param::Sql(night.keep.order_by())),
+                ("keep_order", Param::Sql(job.keep.order_by())),
                 ("run", Param::Text(&store.run_id)),
             ],
         );
         crate::storage::sorted::write_query(ctx, &statement, &run_path).await?;
-        let meta = FileMetadata { settings: night.settings.clone(), idf_n_docs: Some(night.idf_n_docs), idf_model: Some(idf_model), minhash: store.minhash };
+        let meta = FileMetadata { settings: job.settings.clone(), idf_n_docs: Some(idf_n_docs), idf_model: Some(idf_model), minhash: store.minhash };
         seal(ctx, &run_path, Some(&meta)).await?;
         register_parquet(ctx, table::NIGHT, &run_path).await?;
         Ok::<_, Error>(meta)

@@ -3,23 +3,19 @@
 
 use datafusion::prelude::SessionContext;
 
-use super::config::JobSpec;
+use super::context::Job;
+use super::pipeline::Stage;
 use super::query::scalar_u64;
 use super::store_run::StoreRun;
-use super::summary::{FingerprintSettings, Plan, PlanInput, RunCommand, Summary};
+use super::summary::{Plan, PlanInput, RunCommand, Summary};
 use crate::error::Result;
 use crate::storage::{ident, OutputDir};
 
 /// A dry run: the inputs are registered and checked (columns, types,
-/// Parquet files), the output is checked to be writable; nothing is written.
-pub(super) async fn dry_run(
-    ctx: &SessionContext,
-    spec: &JobSpec,
-    settings: &FingerprintSettings,
-    with_join: bool,
-    store: Option<&StoreRun>,
-    overwrite: bool,
-) -> Result<Summary> {
+/// Parquet files), the output is checked to be writable; nothing is
+/// written. The plan lists `stages`, the list a real run executes.
+pub(super) async fn dry_run(ctx: &SessionContext, job: &Job, command: RunCommand, stages: &[Stage], store: Option<&StoreRun>, overwrite: bool) -> Result<Summary> {
+    let spec = &job.spec;
     let mut inputs = Vec::new();
     for (i, input) in spec.inputs.iter().enumerate() {
         let (_, files) = crate::storage::list_parquet_files(ctx, &input.url).await?;
@@ -41,29 +37,13 @@ pub(super) async fn dry_run(
         (None, true, Some(_)) => "this run's documents (frozen into the new store)".to_string(),
         (None, true, None) => "this run's documents (corpus document frequencies)".to_string(),
     };
-    let mut stages: Vec<&str> = vec!["segment (20_terms.sql)"];
-    if fp.weighting.needs_idf() && fp.idf_model.is_none() {
-        stages.push("corpus_df (31_corpus_df.sql)");
-    }
-    stages.push("fingerprints (40_fingerprints.sql)");
-    if store.is_some() {
-        stages.extend([
-            "term sets (57_term_sets.sql)",
-            "candidates of tonight's fingerprints (50_near_pairs.sql, 51_minhash_buckets.sql, 52_minhash_candidates.sql)",
-            "verify (55_verified_pairs.sql)",
-            "representatives, the run's partition (94_store_run.sql)",
-            "report (95_store_clusters.sql, 70_pairs.sql)",
-        ]);
-    } else if with_join {
-        stages.extend(["candidates (50_near_pairs.sql, 51_minhash_buckets.sql, 52_minhash_candidates.sql)", "verify (55_verified_pairs.sql)", "clusters (60_clusters.sql)", "pairs (70_pairs.sql)"]);
-    }
     Ok(Summary {
         neardup_version: env!("CARGO_PKG_VERSION").into(),
-        command: if with_join { RunCommand::Dedup } else { RunCommand::Fingerprint },
+        command,
         output: spec.output.clone(),
-        settings: Some(settings.clone()),
+        settings: Some(job.settings.clone()),
         keep: spec.keep.clone(),
-        plan: Some(Plan { inputs, output: spec.output.clone(), output_action, idf, stages: stages.into_iter().map(String::from).collect() }),
+        plan: Some(Plan { inputs, output: spec.output.clone(), output_action, idf, stages: stages.iter().map(|s| s.describe(job)).collect() }),
         ..Summary::default()
     })
 }

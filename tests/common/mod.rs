@@ -141,3 +141,23 @@ pub fn exits_with(o: &Output, code: i32, needles: &[&str]) {
         assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
     }
 }
+
+/// The steps a dry run's plan (`--dry-run --json` output) lists, with
+/// `inputs`, which every run reports first: what the run's summary must
+/// then time, no more and no fewer.
+pub fn planned_steps(plan: &str) -> BTreeSet<String> {
+    let plan: serde_json::Value = serde_json::from_str(plan).unwrap_or_else(|e| panic!("{e}: {plan}"));
+    let mut steps = BTreeSet::from(["inputs".to_string()]);
+    for stage in plan["plan"]["stages"].as_array().expect("a plan lists stages") {
+        let stage = stage.as_str().unwrap();
+        let (names, files) = stage.split_once(" (").unwrap_or_else(|| panic!("no files in '{stage}'"));
+        assert!(files.ends_with(".sql)"), "{stage}");
+        steps.extend(names.split(", ").map(String::from));
+    }
+    steps
+}
+
+/// The steps a run's summary timed.
+pub fn timed_steps(out: &Path) -> BTreeSet<String> {
+    summary(out)["timings_ms"].as_object().expect("timings").keys().cloned().collect()
+}

@@ -1,0 +1,55 @@
+//! What a run's stages share: the job with its settings parsed once
+//! ([`Job`]) and the run's session, output and progress ([`Run`]).
+
+use datafusion::prelude::SessionContext;
+
+use super::config::{JobSpec, KeepRule};
+use super::progress::Progress;
+use super::summary::FingerprintSettings;
+use crate::error::Result;
+use crate::minhash::MinHashPlan;
+use crate::storage::OutputDir;
+use crate::text::Mode;
+
+/// A job whose settings are parsed and checked once, before any data is
+/// read: later code never parses a setting again.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub spec: JobSpec,
+    pub keep: KeepRule,
+    pub tokenizer: Mode,
+    /// The settings fingerprints are comparable under (hashes the word lists).
+    pub settings: FingerprintSettings,
+}
+
+impl Job {
+    /// `spec` checked ([`JobSpec::validate`]) and parsed.
+    pub fn new(spec: &JobSpec) -> Result<Job> {
+        let checked = spec.validate()?;
+        Ok(Job { keep: checked.keep, tokenizer: checked.tokenizer, settings: FingerprintSettings::of(&spec.fingerprint), spec: spec.clone() })
+    }
+
+    /// The same job with another spec (a store night's, which uses the
+    /// store's frozen IDF model); its settings stay those checked.
+    pub fn with_spec(&self, spec: JobSpec) -> Job {
+        Job { spec, ..self.clone() }
+    }
+
+    /// The column list's tail for the keep rule's column (`--keep earliest:COL`).
+    pub fn keep_key(&self) -> &'static str {
+        if self.keep.column().is_some() { ", keep_key" } else { "" }
+    }
+
+    /// The MinHash plan of the `minhash` column, when MinHash finds candidates.
+    pub fn minhash(&self) -> Option<MinHashPlan> {
+        self.spec.join.candidates.minhash().then_some(self.spec.join.minhash)
+    }
+}
+
+/// What every stage of one run shares.
+pub(super) struct Run<'a> {
+    pub ctx: &'a SessionContext,
+    pub job: &'a Job,
+    pub out: &'a OutputDir,
+    pub progress: &'a mut Progress,
+}

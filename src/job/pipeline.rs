@@ -1,0 +1,204 @@
+//! The pipeline: the list of stages a run takes ([`stages`]), which a run
+//! executes ([`run_stages`], over the context of [`Run`]) and a dry run
+//! shows (`plan.rs`): the one list serves both.
+
+use super::context::{Job, Run};
+use super::query::scalar_u64;
+use super::sql::{self, Statement};
+use super::stages::{boilerplate_stage, corpus_df_stage, fingerprint_stage, segment_stage, survivors_stage, Idf};
+use super::summary::{RunCommand, Summary};
+use crate::error::Result;
+
+/// A stage of the pipeline: what a run executes, in order, and what its
+/// dry run lists. Each reports one or more progress steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    Boilerplate,
+    Segment,
+    CorpusDf,
+    Fingerprints,
+    /// A one-shot run's candidates, check, clusters and pairs.
+    Pairs,
+    /// A store night's probe, candidates, check, representatives and commit.
+    Night,
+    Survivors,
+}
+
+impl Stage {
+    /// The progress steps the stage reports (the keys of the summary's
+    /// `timings_ms`), in order.
+    pub fn steps(self, job: &Job) -> Vec<&'static str> {
+        let verify = job.spec.join.verify.measure().is_some();
+        let steps: &[&'static str] = match self {
+            Stage::Boilerplate => &["boilerplate"],
+            Stage::Segment => &["segment"],
+            Stage::CorpusDf => &["corpus_df"],
+            Stage::Fingerprints => &["fingerprints"],
+            Stage::Pairs => &["join", "verify", "clusters", "pairs"],
+            Stage::Night => &["join", "verify", "representatives", "store"],
+            Stage::Survivors => &["survivors"],
+        };
+        // Without a check the candidates are the pairs: no step `verify`.
+        steps.iter().copied().filter(|s| verify || *s != "verify").collect()
+    }
+
+    /// The statements of `sql/` the stage runs.
+    pub fn statements(self) -> &'static [Statement] {
+        match self {
+            Stage::Boilerplate => &[sql::BOILERPLATE_LINES],
+            Stage::Segment => &[sql::TERMS, sql::CORPUS_SIZE],
+            Stage::CorpusDf => &[sql::CORPUS_DF],
+            Stage::Fingerprints => &[sql::FINGERPRINTS],
+            Stage::Pairs => &[
+                sql::UNCONFIRMED_COPIES,
+                sql::TERM_SETS,
+                sql::NEAR_PAIRS,
+                sql::MINHASH_BUCKETS,
+                sql::MINHASH_CANDIDATES,
+                sql::VERIFIED_PAIRS,
+                sql::CLUSTERS,
+                sql::PAIRS,
+            ],
+            Stage::Night => &[
+                sql::STORE_PROBE,
+                sql::TERM_SETS,
+                sql::STORE_UNCONFIRMED,
+                sql::NEAR_PAIRS,
+                sql::MINHASH_BUCKETS,
+                sql::MINHASH_CANDIDATES,
+                sql::VERIFIED_PAIRS,
+                sql::STORE_RUN,
+                sql::STORE_CLUSTERS,
+                sql::PAIRS,
+            ],
+            Stage::Survivors => &[sql::SURVIVORS],
+        }
+    }
+
+    /// The stage as a dry run lists it: its steps and its files.
+    pub fn describe(self, job: &Job) -> String {
+        let files: Vec<&str> = self.statements().iter().map(|s| s.file).collect();
+        format!("{} ({})", self.steps(job).join(", "), files.join(", "))
+    }
+}
+
+/// The stages of a run of `command`, against a store or not.
+pub(super) fn stages(job: &Job, command: RunCommand, store: bool) -> Vec<Stage> {
+    let fp = &job.spec.fingerprint;
+    let mut stages = Vec::new();
+    if fp.boilerplate_lines.is_some() {
+        stages.push(Stage::Boilerplate);
+    }
+    stages.push(Stage::Segment);
+    if fp.weighting.needs_idf() || fp.save_idf_model.is_some() {
+        stages.push(Stage::CorpusDf);
+    }
+    stages.push(Stage::Fingerprints);
+    match (command, store) {
+        (RunCommand::Fingerprint, _) => {}
+        (_, true) => stages.push(Stage::Night),
+        (_, false) => {
+            stages.push(Stage::Pairs);
+            if job.spec.survivors {
+                stages.push(Stage::Survivors);
+            }
+        }
+    }
+    stages
+}
+
+/// What one stage hands to the next.
+#[derive(Default)]
+struct Carried {
+    boilerplate: Option<String>,
+    boilerplate_lines: u64,
+    corpus_n: u64,
+    idf: Idf,
+    summary: Option<Summary>,
+}
+
+/// Run `stages` in order; a store night's stage is `night` (given when
+/// `stages` holds [`Stage::Night`]). Returns the summary's counts of what
+/// the stages found.
+pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: Option<super::nightly::NightStore<'_>>) -> Result<Summary> {
+    let mut carried = Carried::default();
+    let mut meta = None;
+    for &stage in stages {
+        match stage {
+            Stage::Boilerplate => (carried.boilerplate, carried.boilerplate_lines) = boilerplate_stage(run).await?,
+            Stage::Segment => carried.corpus_n = segment_stage(run, carried.boilerplate.as_deref()).await?,
+            Stage::CorpusDf => carried.idf = corpus_df_stage(run, carried.corpus_n).await?,
+            Stage::Fingerprints => meta = Some(fingerprint_stage(run, &carried.idf, carried.corpus_n).await?),
+            Stage::Pairs => {
+                let (join, keep) = (&run.job.spec.join, &run.job.keep);
+                carried.summary = Some(super::oneshot::join_stages(run.ctx, join, keep, run.out, meta.as_ref(), run.progress).await?);
+            }
+            Stage::Night => {
+                let store = night.take().expect("a night's stages are given its store");
+                carried.summary = Some(super::nightly::store_stages(run, store, &carried.idf).await?);
+            }
+            Stage::Survivors => survivors_stage(run).await?,
+        }
+    }
+    let mut summary = match carried.summary {
+        Some(summary) => summary,
+        None => Summary { distinct_fingerprints: scalar_u64(run.ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?, ..Summary::default() },
+    };
+    summary.idf = carried.idf.summary;
+    summary.boilerplate_lines = carried.boilerplate_lines;
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::config::JobSpec;
+    use crate::job::config::Candidates;
+    use crate::weight::Weighting;
+    use crate::sets::Verify;
+
+    fn job(edit: impl FnOnce(&mut JobSpec)) -> Job {
+        let mut spec: JobSpec = toml::from_str("output = 'out'\n[[input]]\nname = 'a'\nurl = 'a.parquet'\n").unwrap();
+        edit(&mut spec);
+        Job::new(&spec).unwrap()
+    }
+
+    #[test]
+    fn a_run_takes_the_stages_its_settings_ask_for() {
+        use Stage::*;
+        let default = job(|_| {});
+        assert_eq!(stages(&default, RunCommand::Dedup, false), [Segment, CorpusDf, Fingerprints, Pairs]);
+        assert_eq!(stages(&default, RunCommand::Fingerprint, false), [Segment, CorpusDf, Fingerprints]);
+        assert_eq!(stages(&default, RunCommand::Dedup, true), [Segment, CorpusDf, Fingerprints, Night]);
+        let all = job(|s| {
+            s.fingerprint.boilerplate_lines = Some(3);
+            s.survivors = true;
+        });
+        assert_eq!(stages(&all, RunCommand::Dedup, false), [Boilerplate, Segment, CorpusDf, Fingerprints, Pairs, Survivors]);
+        // No IDF, none saved: no corpus aggregate.
+        let tf = job(|s| s.fingerprint.weighting = Weighting::Tf);
+        assert_eq!(stages(&tf, RunCommand::Dedup, false), [Segment, Fingerprints, Pairs]);
+        let saved = job(|s| {
+            s.fingerprint.weighting = Weighting::Tf;
+            s.fingerprint.save_idf_model = Some("df.parquet".into());
+        });
+        assert_eq!(stages(&saved, RunCommand::Fingerprint, false), [Segment, CorpusDf, Fingerprints]);
+    }
+
+    #[test]
+    fn steps_and_files_are_those_the_stage_runs() {
+        let checked = job(|_| {});
+        assert_eq!(Stage::Pairs.steps(&checked), ["join", "verify", "clusters", "pairs"]);
+        let unchecked = job(|s| {
+            s.join.verify = Verify::None;
+            s.join.candidates = Candidates::Simhash;
+        });
+        assert_eq!(Stage::Night.steps(&unchecked), ["join", "representatives", "store"]);
+        assert_eq!(Stage::Segment.describe(&checked), "segment (20_terms.sql, 30_corpus_size.sql)");
+        // Every statement belongs to a stage.
+        let all = [Stage::Boilerplate, Stage::Segment, Stage::CorpusDf, Stage::Fingerprints, Stage::Pairs, Stage::Night, Stage::Survivors];
+        for s in sql::ALL.iter().filter(|s| s.file != sql::DOCUMENTS.file) {
+            assert!(all.iter().any(|stage| stage.statements().iter().any(|t| t.file == s.file)), "{} is in no stage", s.file);
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! The stages that make fingerprints (sql/15 to 40) and the survivors
+//! (sql/80): each a short function over the run's context ([`Run`]),
+//! named after the step it reports.
+
+use datafusion::prelude::SessionContext;
+
+use super::context::Run;
+use super::query::{collect, collect_with, column_u64, scalar_u64};
+use super::sql::{self, render, table, Param};
+use super::summary::{FingerprintSettings, IdfSummary};
+use super::tables::{materialize, FileMetadata, METADATA_KEY};
+use super::candidates::minhash_expression;
+use crate::error::{Error, Result};
+use crate::storage::{copy_file, parquet_key_values, register_parquet};
+
+/// Settings for the segmentation statement. Segmentation costs far more per
+/// row than reading, so it must be spread over every core even when an
+/// input is one Parquet row group: the scan is not split by byte ranges (the
+/// ranges of one row group leave all rows in one partition) but read in
+/// small batches, which DataFusion then deals round robin to all partitions.
+const SEGMENTATION_SETTINGS: &[(&str, &str)] =
+    &[("datafusion.optimizer.repartition_file_scans", "false"), ("datafusion.execution.batch_size", "256")];
+
+/// Stage `boilerplate` (optional): the hashes of lines found in at least
+/// `--boilerplate-lines` documents, as the set that segmentation leaves out
+/// (none: `None`), and how many there are.
+pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<(Option<String>, u64)> {
+    let Some(n) = run.job.spec.fingerprint.boilerplate_lines else {
+        return Ok((None, 0));
+    };
+    let batches = collect(run.ctx, &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
+    let mut hashes = Vec::new();
+    for b in &batches {
+        hashes.extend_from_slice(column_u64(b, 0)?.values());
+    }
+    let lines = hashes.len() as u64;
+    run.progress.done("boilerplate", format!("{lines} lines in at least {n} documents"));
+    Ok((Some(crate::text::format_set(&hashes)), lines))
+}
+
+/// Stage `segment`: every document segmented once, into the work table
+/// `terms`; returns the documents with terms.
+pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>) -> Result<u64> {
+    let (ctx, fp) = (run.ctx, &run.job.spec.fingerprint);
+    let terms_path = run.out.staged("_work/terms.parquet");
+    if run.progress.shows_bar() {
+        run.progress.begin("segment", Some(scalar_u64(ctx, "SELECT count(*) FROM documents").await?));
+    }
+    collect_with(
+        ctx,
+        SEGMENTATION_SETTINGS,
+        &render(
+            sql::TERMS,
+            &[
+                ("keep_key", Param::Sql(run.job.keep_key())),
+                ("tokenizer", Param::Text(&run.job.tokenizer.to_string())),
+                ("analyzer_options", Param::Text(&fp.analyzer_options().to_options_string())),
+                ("with_pos", Param::Bool(fp.weighting.needs_pos())),
+                ("boilerplate", Param::TextOrNull(boilerplate)),
+                ("path", Param::Text(&terms_path)),
+            ],
+        ),
+    )
+    .await?;
+    register_parquet(ctx, table::TERMS, &terms_path).await?;
+    let corpus_n = scalar_u64(ctx, &render(sql::CORPUS_SIZE, &[])).await?;
+    run.progress.done("segment", format!("{corpus_n} documents with terms"));
+    Ok(corpus_n)
+}
+
+/// The document frequencies the fingerprints are weighted with.
+pub(super) struct IdfModel {
+    /// Its files and version, as `idf_simhash` takes them.
+    pub files: (String, String),
+    pub n_docs: u64,
+    /// The df table: a work file or the model the run was given.
+    pub location: String,
+}
+
+/// What stage `corpus_df` leaves: its summary, and the model the
+/// fingerprints use (none for a weighting without idf).
+#[derive(Default)]
+pub(super) struct Idf {
+    pub summary: Option<IdfSummary>,
+    pub model: Option<IdfModel>,
+}
+
+/// Stage `corpus_df`: corpus document frequencies, or a saved model.
+/// Computed also for weightings without idf when a model is to be saved.
+pub(super) async fn corpus_df_stage(run: &mut Run<'_>, corpus_n: u64) -> Result<Idf> {
+    let (ctx, fp, settings) = (run.ctx, &run.job.spec.fingerprint, &run.job.settings);
+    run.progress.begin("corpus_df", None);
+    let (n_docs, source, location) = match &fp.idf_model {
+        Some(model) => (load_idf_model(ctx, model, settings).await?, model.clone(), model.clone()),
+        None => {
+            let df_path = run.out.staged("_work/corpus_df.parquet");
+            let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None };
+            materialize(ctx, sql::CORPUS_DF, &[], &df_path, table::CORPUS_DF, Some(&meta)).await?;
+            if let Some(save) = &fp.save_idf_model {
+                copy_file(ctx, &df_path, save).await?;
+            }
+            (corpus_n, "corpus".to_string(), df_path)
+        }
+    };
+    let terms = scalar_u64(ctx, "SELECT count(*) FROM corpus_df").await?;
+    run.progress.done("corpus_df", format!("{terms} terms over {n_docs} documents"));
+    let model = match fp.weighting.needs_idf() {
+        true => Some(IdfModel { files: model_files(ctx, &location).await?, n_docs, location }),
+        false => None,
+    };
+    Ok(Idf { summary: Some(IdfSummary { source, n_docs, terms, saved_to: fp.save_idf_model.clone() }), model })
+}
+
+/// Stage `fingerprints`: weights, SimHash fingerprints and MinHash keys,
+/// into `fingerprints/`; returns the metadata its files carry.
+pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u64) -> Result<FileMetadata> {
+    let fp = &run.job.spec.fingerprint;
+    run.progress.begin("fingerprints", Some(corpus_n));
+    let model = idf.model.as_ref();
+    let fp_path = run.out.staged("fingerprints/part-00000.parquet");
+    let minhash = run.job.minhash();
+    let meta = FileMetadata { settings: run.job.settings.clone(), idf_n_docs: idf.summary.as_ref().map(|i| i.n_docs), idf_model: None, minhash };
+    let params = [
+        ("model", Param::TextOrNull(model.map(|m| m.files.0.as_str()))),
+        ("model_version", Param::TextOrNull(model.map(|m| m.files.1.as_str()))),
+        ("n_docs", Param::IntOrNull(model.map(|m| m.n_docs))),
+        ("weighting", Param::Text(&fp.weighting.to_string())),
+        ("formula", Param::Text(fp.idf.as_str())),
+        ("top_k", Param::IntOrNull(fp.top_k.map(|k| k as u64))),
+        ("minhash", Param::Sql(&minhash_expression(minhash, "term_set"))),
+        ("keep_key", Param::Sql(run.job.keep_key())),
+    ];
+    materialize(run.ctx, sql::FINGERPRINTS, &params, &fp_path, table::FINGERPRINTS, Some(&meta)).await?;
+    run.progress.done("fingerprints", format!("weighting {}", fp.weighting));
+    Ok(meta)
+}
+
+/// Stage `survivors` (`--survivors`): each input's rows without the
+/// duplicates, in `survivors/<input>/`.
+pub(super) async fn survivors_stage(run: &mut Run<'_>) -> Result<()> {
+    let spec = &run.job.spec;
+    for (i, input) in spec.inputs.iter().enumerate() {
+        let path = run.out.staged(&format!("survivors/{}/part-00000.parquet", input.name));
+        let statement = render(
+            sql::SURVIVORS,
+            &[
+                ("table", Param::Ident(&format!("input_{i}"))),
+                ("source", Param::Text(&input.name)),
+                ("id", Param::Ident(&spec.columns.id)),
+                ("path", Param::Text(&path)),
+            ],
+        );
+        collect(run.ctx, &statement).await?;
+    }
+    run.progress.done("survivors", format!("{} input(s)", spec.inputs.len()));
+    Ok(())
+}
+
+/// The files of a df table as idf_simhash takes them: their locations, one
+/// per line, and a version that changes when any of them does.
+async fn model_files(ctx: &SessionContext, url: &str) -> Result<(String, String)> {
+    let (table, files) = crate::storage::list_parquet_files(ctx, url).await?;
+    let store = table.object_store();
+    let locations: Vec<String> = files.iter().map(|f| format!("{}{}", store.as_str(), f.location)).collect();
+    let versions: Vec<String> = files
+        .iter()
+        .map(|f| format!("{}:{}:{}", f.size, f.last_modified.timestamp_millis(), f.e_tag.as_deref().unwrap_or("")))
+        .collect();
+    Ok((locations.join("\n"), versions.join(",")))
+}
+
+/// Check a saved IDF model against the run's settings, register it as
+/// `corpus_df` and return its N.
+async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &FingerprintSettings) -> Result<u64> {
+    let files = parquet_key_values(ctx, model).await?;
+    let (file, kv) = files.first().ok_or_else(|| Error::input(format!("IDF model '{model}' has no files")))?;
+    let stored = kv.get(METADATA_KEY).ok_or_else(|| {
+        Error::input(format!("'{file}' is not a neardup IDF model (no '{METADATA_KEY}' metadata): save one with --save-idf-model"))
+    })?;
+    let stored: FileMetadata = serde_json::from_str(stored)
+        .map_err(|e| Error::input(format!("IDF model '{file}' has unreadable metadata: {e}")))?;
+    let n = stored.idf_n_docs.ok_or_else(|| Error::input(format!("'{file}' is not an IDF model (no document count)")))?;
+    let stored = stored.settings;
+    if stored != settings.for_idf_model() {
+        return Err(Error::input(format!(
+            "IDF model '{file}' was built with other settings ({}) than this run ({}): rebuild it with these settings",
+            serde_json::to_string(&stored).unwrap_or_default(),
+            serde_json::to_string(&settings.for_idf_model()).unwrap_or_default()
+        )));
+    }
+    register_parquet(ctx, table::CORPUS_DF, model).await?;
+    Ok(n)
+}
+
