@@ -99,7 +99,7 @@ fn duplicate_and_missing_ids_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let file = dir.path().join("ids.parquet");
-    write(&file, vec!["d1", "d1", "d2"], texts(&["一", "二", "三"]));
+    write(&file, vec!["d1", "d1", "d2"], texts(&["北京天安门", "上海外滩夜景", "三"]));
     let input = format!("crawl={}", file.display());
     fails_with(&neardup(&["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap()]), &["input 'crawl'", "id 'd1' on 2 documents", "unique"]);
     // Or, when asked, one row per id is kept (the smallest text) and the rest counted.
@@ -109,6 +109,22 @@ fn duplicate_and_missing_ids_are_refused() {
     assert_eq!((s["documents"].as_u64(), s["duplicate_ids_dropped"].as_u64()), (Some(2), Some(1)));
     let fingerprints = read_dir(&kept.join("fingerprints"));
     assert_eq!(strings(&fingerprints, "id"), ["d1", "d2"]);
+    // Of d1's rows, the first by text: "上…" (U+4E0A) before "北…" (U+5317), six characters.
+    assert_eq!(u64s(&fingerprints, "n_chars"), [Some(6), Some(1)]);
+    // A store night keeps the same row, and knows both ids as stored the next night.
+    let store = dir.path().join("store").display().to_string();
+    for night in ["2026-01-01", "2026-01-02"] {
+        let report = dir.path().join(night);
+        let args = ["dedup", "-q", "-i", &input, "-o", report.to_str().unwrap(), "--duplicate-ids", "keep-first", "--store", &store, "--run-id", night];
+        ok(&neardup(&args));
+        let s = summary(&report);
+        assert_eq!(s["duplicate_ids_dropped"].as_u64(), Some(1), "{night}");
+        assert_eq!(s["store"]["already_stored"].as_u64(), Some(if night == "2026-01-01" { 0 } else { 2 }), "{night}");
+    }
+    let run = read_dir(&dir.path().join("store/runs/run=2026-01-01"));
+    let mut stored: Vec<(String, Option<u64>)> = strings(&run, "id").into_iter().zip(u64s(&run, "n_chars")).collect();
+    stored.sort();
+    assert_eq!(stored, [("d1".to_string(), Some(6)), ("d2".to_string(), Some(1))]);
     let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, true), Field::new("text", DataType::Utf8, true)]));
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec![Some("a"), None])), texts(&["一", "二"])]).unwrap();
     let mut w = ArrowWriter::try_new(std::fs::File::create(&file).unwrap(), schema, None).unwrap();

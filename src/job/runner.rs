@@ -17,7 +17,7 @@ use datafusion::prelude::SessionContext;
 
 use super::config::JobSpec;
 use super::context::{Job, Run};
-use super::inputs::{check_ids, name_bad_file, register_documents};
+use super::inputs::{check_ids, keep_one_per_id, name_bad_file, register_documents};
 use super::nightly;
 use super::pipeline::{run_stages, stages, Stage};
 use super::plan::dry_run;
@@ -68,7 +68,7 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
     let mut progress = Progress::new(options);
     let Some(store_options) = &spec.store else {
         register_documents(&ctx, spec, &job.keep, table::DOCUMENTS).await?;
-        let dropped = match check_ids(&ctx, table::DOCUMENTS, spec.columns.duplicate_ids).await {
+        let ids = match check_ids(&ctx, table::DOCUMENTS, spec.columns.duplicate_ids).await {
             Ok(n) => n,
             Err(e) => return Err(name_bad_file(&ctx, spec, e).await),
         };
@@ -79,13 +79,17 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
         }
         let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
         let mut run = Run { ctx: &ctx, job: &job, out: &out, progress: &mut progress };
-        let result = match run_stages(&mut run, &stages, None).await {
+        let result = match keep_one_per_id(&ctx, &out, table::DOCUMENTS, &ids, spec.columns.duplicate_ids).await {
+            Ok(()) => run_stages(&mut run, &stages, None).await,
+            Err(e) => Err(e),
+        };
+        let result = match result {
             Ok(found) => summarize(&run, command, found).await,
             Err(e) => Err(e),
         };
         let result = match result {
             Err(e) => Err(name_bad_file(&ctx, spec, e).await),
-            Ok(summary) => Ok(Summary { duplicate_ids_dropped: dropped, ..summary }),
+            Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped, ..summary }),
         };
         return finish(out, result, progress).await;
     };
@@ -121,7 +125,7 @@ async fn store_night(
     let spec = &job.spec;
     let mut store = StoreRun::open(ctx, store_options, &job.settings, &job.keep, job.minhash(), spec.fingerprint.idf_model.as_deref()).await?;
     register_documents(ctx, spec, &job.keep, table::DOCUMENTS_INPUT).await?;
-    let dropped = match check_ids(ctx, table::DOCUMENTS_INPUT, spec.columns.duplicate_ids).await {
+    let ids = match check_ids(ctx, table::DOCUMENTS_INPUT, spec.columns.duplicate_ids).await {
         Ok(n) => n,
         Err(e) => return Err(name_bad_file(ctx, spec, e).await),
     };
@@ -150,7 +154,11 @@ async fn store_night(
     }
     let out = OutputDir::prepare(ctx, &spec.output, overwrite).await?;
     let mut run = Run { ctx, job: &job, out: &out, progress: &mut progress };
-    let result = match nightly::documents_not_stored(ctx, &out, &already).await {
+    let inputs = async {
+        keep_one_per_id(ctx, &out, table::DOCUMENTS_INPUT, &ids, spec.columns.duplicate_ids).await?;
+        nightly::documents_not_stored(ctx, &out, &already).await
+    };
+    let result = match inputs.await {
         Ok(()) => {
             let night = nightly::NightStore { store: &mut store, already_stored, reads, lease };
             match run_stages(&mut run, &stages, Some(night)).await {
@@ -162,7 +170,7 @@ async fn store_night(
     };
     let result = match result {
         Err(e) => Err(name_bad_file(ctx, spec, e).await),
-        Ok(summary) => Ok(Summary { duplicate_ids_dropped: dropped, ..summary }),
+        Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped, ..summary }),
     };
     finish(out, result, progress).await
 }

@@ -254,7 +254,7 @@ impl StoreRun {
         let (batches, scanned) = collect_measured(
             &crate::session::with_hash_joins(ctx),
             "SELECT DISTINCT s.file, s.simhash FROM stored_runs s \
-             WHERE s.doc_key IN (SELECT hash64(source || chr(0) || id) FROM documents_input)",
+             WHERE s.doc_key IN (SELECT hash64(source || chr(0) || id) FROM documents_input_rows)",
         )
         .await?;
         reads.probe_bytes += scanned;
@@ -269,7 +269,9 @@ impl StoreRun {
                 let (sources, ids) = (strings(b, b.schema().index_of("source")?)?, strings(b, b.schema().index_of("id")?)?);
                 stored.extend(sources.into_iter().zip(ids));
             }
-            for b in &collect(ctx, "SELECT source, id FROM documents_input").await? {
+            // The input's rows, before one row per id is kept (`documents_input`
+            // is made after this): the same ids, some of them repeated.
+            for b in &collect(ctx, "SELECT DISTINCT source, id FROM documents_input_rows ORDER BY source, id").await? {
                 for pair in strings(b, 0)?.into_iter().zip(strings(b, 1)?) {
                     if stored.contains(&pair) {
                         found.push(pair);
