@@ -11,24 +11,27 @@
 -- Only tonight's fingerprints are ranked: a stored fingerprint that tonight
 -- does not have keeps its one row (on the tenth of ten Weibo nights, 137,000
 -- of the 143,000 stored rows), and ranking it with the rest held every one.
+-- Each fingerprint's first document is found by an aggregate (the least
+-- `source || chr(0) || id`, which orders as (source, id) does) and joined
+-- back: a ranking window sorted every row with its term set and keys.
 -- Written once to the work folder, in row groups of 65,536 rows: the
 -- MinHash candidates and both sides of the check read it, on every core.
 COPY (
   WITH tonights AS (
     SELECT DISTINCT simhash FROM {{tonight}} WHERE simhash IS NOT NULL
   ),
-  ranked AS (
-    SELECT simhash, term_set, minhash,
-           row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r
-    FROM (
-      SELECT simhash, source, id, term_set, minhash FROM {{tonight}} WHERE simhash IS NOT NULL
-      UNION ALL
-      SELECT s.simhash, s.source, s.id, s.term_set, s.minhash
-      FROM stored_term_sets s
-      JOIN tonights t ON t.simhash = s.simhash
-    )
+  copies AS (
+    SELECT simhash, source || chr(0) || id AS doc, term_set, minhash FROM {{tonight}} WHERE simhash IS NOT NULL
+    UNION ALL
+    SELECT s.simhash, s.source || chr(0) || s.id, s.term_set, s.minhash
+    FROM stored_term_sets s
+    JOIN tonights t ON t.simhash = s.simhash
+  ),
+  firsts AS (
+    SELECT simhash, min(doc) AS doc FROM copies GROUP BY simhash
   )
-  SELECT simhash, term_set, minhash, true AS tonight FROM ranked WHERE r = 1
+  SELECT c.simhash, c.term_set, c.minhash, true AS tonight
+  FROM copies c JOIN firsts f ON f.simhash = c.simhash AND f.doc = c.doc
   UNION ALL
   SELECT s.simhash, s.term_set, s.minhash, false AS tonight
   FROM stored_term_sets s
