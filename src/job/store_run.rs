@@ -271,7 +271,7 @@ impl StoreRun {
             }
             // The input's rows, before one row per id is kept (`documents_input`
             // is made after this): the same ids, some of them repeated.
-            for b in &collect(ctx, "SELECT DISTINCT source, id FROM documents_input_rows ORDER BY source, id").await? {
+            for b in &collect(ctx, "SELECT DISTINCT source, id FROM documents_input_rows").await? {
                 for pair in strings(b, 0)?.into_iter().zip(strings(b, 1)?) {
                     if stored.contains(&pair) {
                         found.push(pair);
