@@ -54,6 +54,8 @@ pub enum Command {
     /// Score a run against a ground truth: precision, recall and F1 on pairs
     /// and clusters, adjusted Rand index, recall per slice.
     Eval(EvalArgs),
+    /// Draw report.html again from a committed dedup, pairs or store-night output.
+    Report(ReportArgs),
     /// Run a Ballista scheduler with every neardup function (for --cluster runs).
     Scheduler(SchedulerArgs),
     /// Run a Ballista executor with every neardup function, attached to a scheduler.
@@ -469,6 +471,16 @@ pub struct RunArgs {
     pub run: RunControlArgs,
 }
 
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The output (a folder or object-store URL) of a dedup, pairs or store run.
+    #[arg(value_name = "OUTPUT")]
+    pub output: String,
+    /// Where to write the page (a path or object-store URL).
+    #[arg(short = 'o', long = "out", value_name = "FILE", default_value = "report.html")]
+    pub out: String,
+}
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {

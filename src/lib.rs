@@ -10,7 +10,8 @@
 //! - [`join`]: band plans of the exact banded self-join;
 //! - [`sets`]: term-set similarity (verification);
 //! - [`minhash`]: one-permutation MinHash signatures and LSH band keys;
-//! - [`cluster`]: connected components over near pairs.
+//! - [`cluster`]: connected components over near pairs;
+//! - [`report`]: the run's report page (`report.html`).
 //!
 //! [`session`] builds the one DataFusion session every run uses (embedded, or
 //! on a Ballista cluster run by [`distributed`]), [`storage`] reads inputs
@@ -28,6 +29,7 @@ pub mod minhash;
 pub mod probe;
 pub mod join;
 pub mod progress;
+pub mod report;
 pub mod session;
 pub mod sets;
 pub mod setjoin;

@@ -108,6 +108,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 emit(&report.to_string())?;
             }
         }
+        Command::Report(args) => {
+            let ctx = neardup::session::new_context(&Default::default())?;
+            let size = neardup::job::redraw_report(&ctx, &args.output, &args.out).await?;
+            eprintln!("neardup: wrote {} ({} KB): open it in a browser", args.out, size.div_ceil(1024));
+        }
         Command::Scheduler(args) => {
             neardup::logging::init("scheduler")?;
             neardup::distributed::run_scheduler(args.options()).await?

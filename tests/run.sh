@@ -31,6 +31,21 @@ else
   echo "tests/run.sh: no npm: the Azure Blob Storage test will be skipped" >&2
 fi
 
+# Headless Chromium for the report's browser test (Debian's package; root
+# installs it, anyone else needs it installed or NEARDUP_CHROMIUM set).
+if [[ -z "${NEARDUP_CHROMIUM:-}" ]]; then
+  if ! command -v chromium >/dev/null && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "tests/run.sh: installing Debian's chromium for the report's browser test" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null) \
+      || echo "tests/run.sh: chromium could not be installed: the browser test will be skipped" >&2
+  fi
+  if command -v chromium >/dev/null; then
+    export NEARDUP_CHROMIUM="$(command -v chromium)"
+  else
+    echo "tests/run.sh: no chromium: the report's browser test will be skipped" >&2
+  fi
+fi
+
 cargo test --locked "$@"
 
 # The performance suite's and the store benchmark's quick modes: small slices, the dev build, every

@@ -12,6 +12,7 @@ mod pipeline;
 mod plan;
 mod progress;
 mod query;
+mod report;
 mod runner;
 pub mod sql;
 mod stages;
@@ -25,5 +26,6 @@ pub use config::{check_run_id, defaults, Candidates, DuplicateIds, Columns, Fing
 pub use context::Job;
 pub use progress::{LogFormat, RunOptions};
 pub use pairs::{run_pairs, PairsSpec};
+pub use report::redraw as redraw_report;
 pub use runner::{run_dedup, run_fingerprint};
 pub use summary::{FingerprintSettings, RunCommand, StoreReads, StoreSummary, Summary};

@@ -58,7 +58,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
         Ok(summary)
     }
     .await;
-    finish(out, result, progress).await
+    finish(out, result, progress, Some((&ctx, &spec.join))).await
 }
 
 /// The view `fingerprints` over the table `spec.fingerprints`, its columns

@@ -22,6 +22,9 @@ pub(super) enum Stage {
     /// A store night's probe, candidates, check, representatives and commit.
     Night,
     Survivors,
+    /// report.html: drawn as the run is committed (`runner::finish`), since
+    /// it shows the run's own timings; listed here for the plan.
+    Report,
 }
 
 impl Stage {
@@ -37,6 +40,7 @@ impl Stage {
             Stage::Pairs => &["join", "verify", "clusters", "pairs"],
             Stage::Night => &["join", "verify", "representatives", "store"],
             Stage::Survivors => &["survivors"],
+            Stage::Report => &["report"],
         };
         // Without a check the candidates are the pairs: no step `verify`.
         steps.iter().copied().filter(|s| verify || *s != "verify").collect()
@@ -72,6 +76,7 @@ impl Stage {
                 sql::PAIRS,
             ],
             Stage::Survivors => &[sql::SURVIVORS],
+            Stage::Report => &[sql::NEAR_MISSES],
         }
     }
 
@@ -103,6 +108,9 @@ pub(super) fn stages(job: &Job, command: RunCommand, store: bool) -> Vec<Stage> 
                 stages.push(Stage::Survivors);
             }
         }
+    }
+    if command != RunCommand::Fingerprint {
+        stages.push(Stage::Report);
     }
     stages
 }
@@ -138,6 +146,7 @@ pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: O
                 carried.summary = Some(super::nightly::store_stages(run, store, &carried.idf).await?);
             }
             Stage::Survivors => survivors_stage(run).await?,
+            Stage::Report => {}
         }
     }
     let mut summary = match carried.summary {
@@ -167,17 +176,17 @@ mod tests {
     fn a_run_takes_the_stages_its_settings_ask_for() {
         use Stage::*;
         let default = job(|_| {});
-        assert_eq!(stages(&default, RunCommand::Dedup, false), [Segment, CorpusDf, Fingerprints, Pairs]);
+        assert_eq!(stages(&default, RunCommand::Dedup, false), [Segment, CorpusDf, Fingerprints, Pairs, Report]);
         assert_eq!(stages(&default, RunCommand::Fingerprint, false), [Segment, CorpusDf, Fingerprints]);
-        assert_eq!(stages(&default, RunCommand::Dedup, true), [Segment, CorpusDf, Fingerprints, Night]);
+        assert_eq!(stages(&default, RunCommand::Dedup, true), [Segment, CorpusDf, Fingerprints, Night, Report]);
         let all = job(|s| {
             s.fingerprint.boilerplate_lines = Some(3);
             s.survivors = true;
         });
-        assert_eq!(stages(&all, RunCommand::Dedup, false), [Boilerplate, Segment, CorpusDf, Fingerprints, Pairs, Survivors]);
+        assert_eq!(stages(&all, RunCommand::Dedup, false), [Boilerplate, Segment, CorpusDf, Fingerprints, Pairs, Survivors, Report]);
         // No IDF, none saved: no corpus aggregate.
         let tf = job(|s| s.fingerprint.weighting = Weighting::Tf);
-        assert_eq!(stages(&tf, RunCommand::Dedup, false), [Segment, Fingerprints, Pairs]);
+        assert_eq!(stages(&tf, RunCommand::Dedup, false), [Segment, Fingerprints, Pairs, Report]);
         let saved = job(|s| {
             s.fingerprint.weighting = Weighting::Tf;
             s.fingerprint.save_idf_model = Some("df.parquet".into());
@@ -196,7 +205,7 @@ mod tests {
         assert_eq!(Stage::Night.steps(&unchecked), ["join", "representatives", "store"]);
         assert_eq!(Stage::Segment.describe(&checked), "segment (20_terms.sql, 30_corpus_size.sql)");
         // Every statement belongs to a stage.
-        let all = [Stage::Boilerplate, Stage::Segment, Stage::CorpusDf, Stage::Fingerprints, Stage::Pairs, Stage::Night, Stage::Survivors];
+        let all = [Stage::Boilerplate, Stage::Segment, Stage::CorpusDf, Stage::Fingerprints, Stage::Pairs, Stage::Night, Stage::Survivors, Stage::Report];
         for s in sql::ALL.iter().filter(|s| s.file != sql::DOCUMENTS.file) {
             assert!(all.iter().any(|stage| stage.statements().iter().any(|t| t.file == s.file)), "{} is in no stage", s.file);
         }

@@ -76,6 +76,12 @@ impl Progress {
         self.bar.is_drawn()
     }
 
+    /// Start timing the next stage now (what came since the last stage is
+    /// no stage's).
+    pub(super) fn restart_stage(&mut self) {
+        self.stage = Instant::now();
+    }
+
     pub(super) fn done(&mut self, stage: &str, detail: impl std::fmt::Display) {
         self.bar.clear();
         let ms = self.stage.elapsed().as_millis() as u64;

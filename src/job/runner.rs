@@ -31,17 +31,36 @@ use crate::session::context;
 use crate::storage::lease::Lease;
 use crate::storage::{InputSpec, OutputDir};
 
-/// Commit the output with the summary, or remove what was staged.
-pub(super) async fn finish(out: OutputDir, result: Result<Summary>, progress: Progress) -> Result<Summary> {
-    let mut summary = match result {
+/// What a run that finds pairs needs to draw its report: its session (with
+/// the run's tables still registered) and its join options.
+pub(super) type ReportOf<'a> = Option<(&'a SessionContext, &'a crate::job::JoinOptions)>;
+
+/// Commit the output with the summary (and, for runs that find pairs,
+/// `report.html`), or remove what was staged.
+pub(super) async fn finish(out: OutputDir, result: Result<Summary>, mut progress: Progress, report: ReportOf<'_>) -> Result<Summary> {
+    let with_report = async {
+        let mut summary = result?;
+        summary.total_ms = progress.started.elapsed().as_millis() as u64;
+        summary.timings_ms = progress.timings.clone();
+        if let Some((ctx, join)) = report {
+            // The report shows the run up to itself; its own time is added after.
+            progress.restart_stage();
+            summary.near_misses = super::report::near_misses(ctx, join).await?;
+            super::report::write(ctx, &out, &summary).await?;
+            progress.done("report", "report.html drawn");
+            let ms = progress.timings["report"];
+            summary.timings_ms.insert("report".into(), ms);
+            summary.total_ms += ms;
+        }
+        Ok(summary)
+    };
+    let summary = match with_report.await {
         Ok(summary) => summary,
         Err(e) => {
             out.abort().await;
             return Err(e);
         }
     };
-    summary.total_ms = progress.started.elapsed().as_millis() as u64;
-    summary.timings_ms = progress.timings;
     let committed = async {
         out.remove_work().await?;
         out.commit(&serde_json::to_string_pretty(&summary).expect("summary serialises")).await
@@ -91,7 +110,8 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
             Err(e) => Err(name_bad_file(&ctx, spec, e).await),
             Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped, ..summary }),
         };
-        return finish(out, result, progress).await;
+        let report = with_join.then_some((&ctx, &job.spec.join));
+        return finish(out, result, progress, report).await;
     };
     if !with_join {
         return Err(Error::input("a store run finds pairs: use neardup dedup or neardup run with a [store] section"));
@@ -172,7 +192,7 @@ async fn store_night(
         Err(e) => Err(name_bad_file(ctx, spec, e).await),
         Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped, ..summary }),
     };
-    finish(out, result, progress).await
+    finish(out, result, progress, Some((ctx, &job.spec.join))).await
 }
 
 /// A dry run of a night: the plan, and what the store holds.
@@ -198,6 +218,7 @@ async fn summarize(run: &Run<'_>, command: RunCommand, found: Summary) -> Result
         command,
         output: run.out.url().to_string(),
         settings: Some(run.job.settings.clone()),
+        columns: Some(run.job.spec.columns.clone()),
         documents: inputs.iter().map(|i| i.documents).sum(),
         documents_without_terms: inputs.iter().map(|i| i.documents_without_terms).sum(),
         inputs,

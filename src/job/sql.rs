@@ -97,6 +97,7 @@ statement!(STORE_PROBE, "89_store_probe.sql", ["index", "version", "k", "m"], re
 statement!(STORE_UNCONFIRMED, "93_store_unconfirmed.sql", ["measure", "threshold"], reads [table::FINGERPRINTS, table::TERM_SETS]);
 statement!(STORE_RUN, "94_store_run.sql", ["keep_key", "keep_key_f", "keep_order", "run"], reads [table::COMPONENTS, table::ELIGIBLE, table::FINGERPRINTS, table::STORED]);
 statement!(STORE_CLUSTERS, "95_store_clusters.sql", ["path"], reads [table::NIGHT]);
+statement!(NEAR_MISSES, "97_near_misses.sql", ["stride", "bin_width", "measure", "threshold", "low"], reads [table::CANDIDATES, table::TERM_SETS]);
 
 /// Every pipeline statement, in file order (for tests).
 pub const ALL: &[Statement] = &[
@@ -119,6 +120,7 @@ pub const ALL: &[Statement] = &[
     STORE_UNCONFIRMED,
     STORE_RUN,
     STORE_CLUSTERS,
+    NEAR_MISSES,
 ];
 
 /// A value for a placeholder, quoted here and nowhere else.

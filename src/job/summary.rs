@@ -165,6 +165,13 @@ pub struct Summary {
     /// Dry runs: what the run would read, do and write (nothing was written).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
+    /// Candidates the check rejected a little below its threshold (for
+    /// report.html; they are in no output table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub near_misses: Option<super::report::NearMisses>,
+    /// The inputs' id and text columns (for drawing the report again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub columns: Option<super::config::Columns>,
     pub timings_ms: BTreeMap<String, u64>,
     pub total_ms: u64,
 }

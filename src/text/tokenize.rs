@@ -269,6 +269,19 @@ impl Analyzer {
         });
     }
 
+    /// `text` split into words that cover it whole, spaces and punctuation
+    /// included: jieba's words where there is Chinese, Unicode word
+    /// boundaries elsewhere. For showing differences by word (report.html),
+    /// not for fingerprints.
+    pub fn display_words<'a>(&self, text: &'a str) -> Vec<&'a str> {
+        if text.chars().any(is_han) {
+            self.jieba.cut(text, true).into_iter().map(|t| t.word).collect()
+        } else {
+            use unicode_segmentation::UnicodeSegmentation;
+            text.split_word_bounds().collect()
+        }
+    }
+
     fn tag_word<'a>(&'a self, word: &'a str) -> &'a str {
         match self.jieba.tag(word, false).as_slice() {
             [only] => only.tag,
