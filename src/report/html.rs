@@ -219,7 +219,7 @@ fn member(page: &mut String, m: &Member, rep_text: Option<&str>, words: Words<'_
     let _ = write!(page, "<p class=\"why\">{why}</p>");
     match (&m.text, rep_text) {
         (None, _) => {
-            let place = m.stored_run.as_ref().map_or("its input could not be read".to_string(), |r| format!("stored by run '{}'; the store keeps no texts", escape(r)));
+            let place = m.stored_run.as_ref().map_or("<a href=\"#notes\">the notes</a> say why".to_string(), |r| format!("stored by run '{}'; the store keeps no texts", escape(r)));
             let _ = write!(page, "<p class=\"missing\">No text: {place}.</p>");
         }
         (Some(text), rep) => {
