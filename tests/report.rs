@@ -147,7 +147,10 @@ fn the_sample_report_renders_in_a_real_browser() {
     let s = summary(&out);
     assert_eq!(attribute(&dom, "data-clusters"), s["clusters"].as_u64().unwrap());
     assert_eq!(dom.matches("<svg").count(), 4, "timings, distances, similarity and sizes");
-    let shots = common::root().join("target");
+    // Cargo's folder for integration tests' files (under the build's target directory).
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&shots).unwrap();
+    eprintln!("screenshots in {}", shots.display());
     for (name, dark) in [("report-screenshot.png", false), ("report-screenshot-dark.png", true)] {
         let png = shots.join(name);
         render_in(&browser, &page, Some((&png, dark)));
