@@ -24,7 +24,7 @@ use super::sql::{self, render, table, Param};
 use super::summary::{RunCommand, StoreSummary, Summary};
 use crate::error::{Error, Result};
 use crate::report::{self, Cluster, Input, Link, Member, Night, Report, Similarity, SourceMatrix, MAX_MEMBERS};
-use crate::storage::{ident, literal, read_object, register_parquet, OutputDir};
+use crate::storage::{ident, literal, read_object, register_parquet, write_file, OutputDir};
 
 /// Width of the similarity histogram's bins.
 const BIN_WIDTH: f64 = 0.02;
@@ -112,7 +112,7 @@ pub async fn redraw(ctx: &SessionContext, output: &str, to: &str) -> Result<usiz
     let notes = register_texts(ctx, &summary).await;
     let page = draw(ctx, &summary, notes).await?;
     let size = page.len();
-    write_to(ctx, to, page.into_bytes()).await?;
+    write_file(ctx, to, page.into()).await?;
     Ok(size)
 }
 
@@ -125,15 +125,6 @@ async fn read_output_file(ctx: &SessionContext, output: &str, file: &str, missin
         Err(object_store::Error::NotFound { .. }) => Err(Error::input(format!("'{output}' {missing}"))),
         Err(e) => Err(crate::storage::store_failure(format!("cannot read '{output}/{file}'"), &e)),
     }
-}
-
-async fn write_to(ctx: &SessionContext, to: &str, bytes: Vec<u8>) -> Result<()> {
-    if let Some(path) = crate::storage::local_path(to) {
-        return std::fs::write(&path, bytes).map_err(|e| Error::input(format!("cannot write '{}': {e}", path.display())));
-    }
-    let (store, path) = crate::storage::locate(ctx, to)?;
-    store.put(&path, bytes.into()).await.map_err(|e| crate::storage::store_failure(format!("cannot write '{to}'"), &e))?;
-    Ok(())
 }
 
 /// The view `documents` (source, id, text) over the inputs a summary names,

@@ -15,7 +15,7 @@ pub mod sorted;
 mod output;
 pub mod stores;
 
-pub use output::{copy_file, local_path, OutputDir};
+pub use output::{copy_file, local_path, write_file, OutputDir};
 pub use stores::EnvStoreRegistry;
 
 use datafusion::arrow::datatypes::SchemaRef;

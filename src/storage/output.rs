@@ -285,6 +285,12 @@ impl OutputDir {
 /// A single put is atomic on local disks and object stores alike.
 pub async fn copy_file(ctx: &SessionContext, from: &str, to: &str) -> Result<()> {
     let bytes = super::read_object(ctx, from).await?;
+    write_file(ctx, to, bytes).await
+}
+
+/// Write one object (a saved IDF model, a report drawn again) to `to`, on
+/// any store, creating a local file's folder. A single put is atomic.
+pub async fn write_file(ctx: &SessionContext, to: &str, bytes: bytes::Bytes) -> Result<()> {
     if let Some(parent) = local_path(to).and_then(|p| std::path::absolute(p).ok()).and_then(|p| p.parent().map(|p| p.to_path_buf())) {
         std::fs::create_dir_all(&parent).map_err(|e| Error::input(format!("cannot create folder '{}': {e}", parent.display())))?;
     }
