@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::error::Result;
-use crate::job::{defaults, Candidates, Columns, DuplicateIds, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
+use crate::job::{defaults, Candidates, Columns, DuplicateIds, OnBadFile, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
 use crate::minhash::MinHashPlan;
 use crate::sets::Verify;
 use crate::distributed::{ExecutorOptions, SchedulerOptions};
@@ -322,6 +322,10 @@ pub struct FingerprintArgs {
     /// Rows repeating an id within an input: refuse the input, or keep one (the smallest text) and count the rest.
     #[arg(long, value_enum, default_value_t = DuplicateIds::default(), value_name = "WHAT", help_heading = "Columns")]
     pub duplicate_ids: DuplicateIds,
+    /// An input file that is damaged or has drifted (its id or text column missing or retyped):
+    /// refuse the run, or leave the file out, name it in the summary and exit 3 (done, but partial).
+    #[arg(long, value_enum, default_value_t = OnBadFile::default(), value_name = "WHAT", help_heading = "Columns")]
+    pub on_bad_file: OnBadFile,
     /// Tokenizer: precise (jieba exact mode), full, search, or char-N (character N-grams).
     #[arg(long, default_value = defaults::TOKENIZER, value_name = "MODE", help_heading = "Fingerprints")]
     pub tokenizer: String,
@@ -386,6 +390,7 @@ impl FingerprintArgs {
                 text: self.text_col.clone(),
                 title: self.title_col.clone(),
                 duplicate_ids: self.duplicate_ids,
+                on_bad_file: self.on_bad_file,
             },
             fingerprint: FingerprintOptions {
                 tokenizer: self.tokenizer.clone(),
@@ -568,6 +573,11 @@ macro_rules! value_enum {
 value_enum!(DuplicateIds {
     Error => "error": "Refuse the input (exit code 2), naming the ids",
     KeepFirst => "keep-first": "Keep one row per id (the smallest text, then title), drop the others and count them in the summary",
+});
+
+value_enum!(OnBadFile {
+    Error => "error": "Refuse the run (exit code 2), naming the file, the column and the type found",
+    Skip => "skip": "Leave the file out, name it in summary.json (skipped_files) and the log, and exit 3",
 });
 
 value_enum!(Candidates {

@@ -23,6 +23,14 @@ fn emit_json(value: &impl serde::Serialize) -> Result<(), Error> {
     emit(&format!("{}\n", serde_json::to_string_pretty(value).expect("plain data serialises")))
 }
 
+/// What a partial run left out, for the line people read.
+fn partial_note(summary: &Summary) -> String {
+    match summary.skipped_files.len() {
+        0 => String::new(),
+        n => format!("; PARTIAL: {n} input file(s) skipped (named in summary.json, skipped_files)"),
+    }
+}
+
 fn report(summary: &Summary, json: bool) -> Result<(), Error> {
     if json {
         emit_json(summary)
@@ -45,28 +53,45 @@ fn report(summary: &Summary, json: bool) -> Result<(), Error> {
         emit(&text)
     } else if summary.command == RunCommand::Fingerprint {
         emit(&format!(
-            "{} documents ({} without terms): {} distinct fingerprints; wrote {} in {:.1} s\n",
+            "{} documents ({} without terms): {} distinct fingerprints; wrote {} in {:.1} s{}\n",
             summary.documents,
             summary.documents_without_terms,
             summary.distinct_fingerprints,
             summary.output,
-            summary.total_ms as f64 / 1000.0
+            summary.total_ms as f64 / 1000.0,
+            partial_note(summary)
         ))
     } else {
         emit(&format!(
-            "{} documents ({} without terms): {} duplicates in {} clusters, {} pairs; wrote {} in {:.1} s\n",
+            "{} documents ({} without terms): {} duplicates in {} clusters, {} pairs; wrote {} in {:.1} s{}\n",
             summary.documents,
             summary.documents_without_terms,
             summary.duplicates,
             summary.clusters,
             summary.pairs,
             summary.output,
-            summary.total_ms as f64 / 1000.0
+            summary.total_ms as f64 / 1000.0,
+            partial_note(summary)
         ))
     }
 }
 
-async fn run(cli: Cli) -> Result<(), Error> {
+/// How a command that ran to its end did: complete, or partial (input files
+/// left out by `--on-bad-file skip`, named in the summary and the log).
+#[derive(PartialEq)]
+enum Done {
+    Complete,
+    Partial,
+}
+
+/// Exit code 3: the run committed its outputs without some input files.
+const EXIT_PARTIAL: u8 = 3;
+
+fn done(summary: &Summary) -> Done {
+    if summary.skipped_files.is_empty() { Done::Complete } else { Done::Partial }
+}
+
+async fn run(cli: Cli) -> Result<Done, Error> {
     // The servers tag their records with their role; every other command
     // logs (NEARDUP_LOG=debug: each statement's time) as the job.
     if !matches!(cli.command, Command::Scheduler(_) | Command::Executor(_)) {
@@ -77,10 +102,12 @@ async fn run(cli: Cli) -> Result<(), Error> {
             let output = &args.fingerprints.output;
             let summary = run_dedup(&args.spec()?, &output.run.options(output.quiet)).await?;
             report(&summary, output.json)?;
+            return Ok(done(&summary));
         }
         Command::Fingerprint(args) => {
             let summary = run_fingerprint(&args.spec()?, &args.output.run.options(args.output.quiet)).await?;
             report(&summary, args.output.json)?;
+            return Ok(done(&summary));
         }
         Command::Pairs(args) => {
             let summary = run_pairs(&args.spec()?, &args.output.run.options(args.output.quiet)).await?;
@@ -95,6 +122,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             spec.apply_run_id(args.run_id.clone())?;
             let summary = run_dedup(&spec, &args.run.options(args.quiet)).await?;
             report(&summary, args.json)?;
+            return Ok(done(&summary));
         }
         Command::Store(command) => store(command).await?,
         Command::Sql(args) => neardup::shell::run(&args.session()).await?,
@@ -122,7 +150,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             neardup::distributed::run_executor(args.options()?).await?
         }
     }
-    Ok(())
+    Ok(Done::Complete)
 }
 
 /// `neardup store info` and `neardup store compact`.
@@ -159,7 +187,8 @@ fn main() -> ExitCode {
     };
     let log_format = cli.command.log_format();
     match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Done::Complete) => ExitCode::SUCCESS,
+        Ok(Done::Partial) => ExitCode::from(EXIT_PARTIAL),
         Err(e) => {
             let (code, message) = (e.exit_code(), format!("error: {}", e.report()));
             let kind = if code == 2 { "bad input or configuration: not retryable" } else { "runtime failure: may succeed when retried" };

@@ -281,3 +281,139 @@ fn non_text_column_is_refused() {
     ok(&neardup(&["sql", "-c", &format!("COPY (SELECT 1 AS id, 42 AS text) TO '{}' STORED AS PARQUET", made.display())]));
     exits_with(&neardup(&["dedup", "-q", "-i", made.to_str().unwrap(), "-o", o.to_str().unwrap()]), 2, &["column 'text'", "must be text"]);
 }
+
+/// A Parquet file of the named columns.
+fn write_columns(path: &Path, columns: Vec<(&str, ArrayRef)>) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let fields: Vec<Field> = columns.iter().map(|(n, a)| Field::new(*n, a.data_type().clone(), true)).collect();
+    let schema = Arc::new(Schema::new(fields));
+    let batch = RecordBatch::try_new(schema.clone(), columns.into_iter().map(|(_, a)| a).collect()).unwrap();
+    let mut w = ArrowWriter::try_new(std::fs::File::create(path).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+fn ids(values: &[&str]) -> ArrayRef {
+    Arc::new(StringArray::from(values.to_vec()))
+}
+
+const NEWS: [&str; 3] = ["北京今天有雨，气温明显下降，市民出行请带好雨具。", "上海明天天晴，适合出行，外滩游客众多。", "广州连日高温，电力部门提醒节约用电。"];
+
+/// The crawl of one night: a good file, then one whose text column a new
+/// crawler version renamed, then one whose text column holds numbers.
+fn drifted_crawl(dir: &Path) -> std::path::PathBuf {
+    let crawl = dir.join("crawl");
+    write_columns(&crawl.join("a.parquet"), vec![("id", ids(&["a1", "a2", "a3"])), ("text", texts(&NEWS))]);
+    write_columns(&crawl.join("b.parquet"), vec![("id", ids(&["b1", "b2", "b3"])), ("body", texts(&NEWS))]);
+    let numbers: ArrayRef = Arc::new(datafusion::arrow::array::Int64Array::from(vec![1, 1, 1]));
+    write_columns(&crawl.join("c.parquet"), vec![("id", ids(&["c1", "c2", "c3"])), ("text", numbers)]);
+    crawl
+}
+
+#[test]
+fn drifted_files_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = drifted_crawl(dir.path());
+    let out = dir.path().join("out");
+    let input = format!("crawl={}", crawl.display());
+    let run = |extra: &[&str]| neardup(&[&["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap()], extra].concat());
+    // The renamed column, named with the file, the columns it has and what to do.
+    exits_with(&run(&[]), 2, &["input 'crawl'", "b.parquet", "no column 'text'", "id, body", "--text-col", "--on-bad-file skip"]);
+    nothing_left(dir.path(), &out);
+    std::fs::remove_file(crawl.join("b.parquet")).unwrap();
+    // The retyped column, with the type found.
+    exits_with(&run(&[]), 2, &["c.parquet", "column 'text' holds Int64", "must be text"]);
+    nothing_left(dir.path(), &out);
+    // Ids that are text in one file and floats in another cannot be one column.
+    let floats: ArrayRef = Arc::new(datafusion::arrow::array::Float64Array::from(vec![1.5, 2.5, 3.5]));
+    std::fs::remove_file(crawl.join("c.parquet")).unwrap();
+    write_columns(&crawl.join("d.parquet"), vec![("id", floats), ("text", texts(&NEWS))]);
+    exits_with(&run(&[]), 2, &["d.parquet", "column 'id' holds Float64", "ids must be text or integers"]);
+}
+
+#[test]
+fn bad_files_are_skipped_named_and_exit_3_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = drifted_crawl(dir.path());
+    // A file whose data pages are damaged (found only when read) and one
+    // that is not Parquet at all.
+    let good = std::fs::read(crawl.join("a.parquet")).unwrap();
+    let mut pages = good.clone();
+    for b in &mut pages[8..40] {
+        *b ^= 0x5A;
+    }
+    std::fs::write(crawl.join("e-pages.parquet"), &pages).unwrap();
+    std::fs::write(crawl.join("f-fake.parquet"), "id,text\n1,hello\n").unwrap();
+    let out = dir.path().join("out");
+    let input = format!("crawl={}", crawl.display());
+    let o = neardup(&["dedup", "-q", "--log-format", "json", "-i", &input, "-o", out.to_str().unwrap(), "--on-bad-file", "skip"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let s = summary(&out);
+    assert_eq!(s["documents"].as_u64(), Some(3), "only a.parquet's documents: {s}");
+    let skipped: Vec<(String, String)> = s["skipped_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string(), f["reason"].as_str().unwrap().to_string()))
+        .collect();
+    let names: Vec<&str> = skipped.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(names, ["b.parquet", "c.parquet", "e-pages.parquet", "f-fake.parquet"], "{skipped:?}");
+    assert!(skipped[0].1.contains("no column 'text'") && skipped[1].1.contains("holds Int64"), "{skipped:?}");
+    assert!(skipped[2].1.contains("cannot be read") && skipped[3].1.contains("not a Parquet file"), "{skipped:?}");
+    // Each skipped file is a JSON log line of its own, even with -q.
+    let lines: Vec<serde_json::Value> = stderr(&o).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let logged: Vec<&str> = lines.iter().filter(|l| l["event"] == "skipped_file").map(|l| l["file"].as_str().unwrap()).collect();
+    assert!(logged.iter().any(|f| f.ends_with("b.parquet")) && logged.iter().any(|f| f.ends_with("e-pages.parquet")), "{lines:?}");
+    // The committed output is whole: its documents are a.parquet's.
+    assert_eq!(strings(&read_dir(&out.join("fingerprints")), "id").into_iter().collect::<std::collections::BTreeSet<_>>().len(), 3);
+    // With every file of an input unusable, nothing is left to run: exit 2.
+    let only_bad = dir.path().join("only-bad");
+    std::fs::create_dir_all(&only_bad).unwrap();
+    std::fs::copy(crawl.join("b.parquet"), only_bad.join("b.parquet")).unwrap();
+    let none = neardup(&["dedup", "-q", "-i", only_bad.to_str().unwrap(), "-o", dir.path().join("none").to_str().unwrap(), "--on-bad-file", "skip"]);
+    exits_with(&none, 2, &["none of its 1 file(s) can be used", "no column 'text'"]);
+}
+
+#[test]
+fn text_in_every_encoding_is_read_as_text() {
+    use datafusion::arrow::array::{DictionaryArray, LargeStringArray, StringViewArray};
+    use datafusion::arrow::datatypes::Int32Type;
+    let dir = tempfile::tempdir().unwrap();
+    let encodings: Vec<(&str, ArrayRef)> = vec![
+        ("plain", texts(&NEWS)),
+        ("dictionary", Arc::new(NEWS.iter().copied().collect::<DictionaryArray<Int32Type>>())),
+        ("large", Arc::new(LargeStringArray::from(NEWS.to_vec()))),
+        ("view", Arc::new(StringViewArray::from(NEWS.to_vec()))),
+    ];
+    let mut simhashes = Vec::new();
+    for (name, text) in encodings {
+        // Two files of one input: the plain one, and the encoded one.
+        let folder = dir.path().join(name);
+        write_columns(&folder.join("a.parquet"), vec![("id", ids(&["a1", "a2", "a3"])), ("text", texts(&NEWS))]);
+        write_columns(&folder.join("b.parquet"), vec![("id", ids(&["b1", "b2", "b3"])), ("text", text)]);
+        let out = dir.path().join(format!("out-{name}"));
+        ok(&neardup(&["dedup", "-q", "-i", folder.to_str().unwrap(), "-o", out.to_str().unwrap()]));
+        let s = summary(&out);
+        assert_eq!((s["documents"].as_u64(), s["documents_without_terms"].as_u64(), s["pairs"].as_u64()), (Some(6), Some(0), Some(3)), "{name}: {s}");
+        simhashes.push(u64s(&read_dir(&out.join("fingerprints")), "simhash"));
+    }
+    assert!(simhashes.windows(2).all(|w| w[0] == w[1]), "every encoding gives the plain text's fingerprints");
+}
+
+#[test]
+fn hive_partition_columns_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = dir.path().join("crawl");
+    // The same three articles crawled on two days, under other ids.
+    write_columns(&crawl.join("date=2026-11-21/part-0.parquet"), vec![("id", ids(&["a1", "a2", "a3"])), ("text", texts(&NEWS))]);
+    write_columns(&crawl.join("date=2026-11-22/part-0.parquet"), vec![("id", ids(&["b1", "b2", "b3"])), ("text", texts(&NEWS))]);
+    for (keep, kept) in [("earliest:date", 'a'), ("latest:date", 'b')] {
+        let out = dir.path().join(keep.replace(':', "-"));
+        ok(&neardup(&["dedup", "-q", "-i", crawl.to_str().unwrap(), "-o", out.to_str().unwrap(), "--keep", keep, "--survivors"]));
+        let survivors = read_dir(&out.join("survivors/crawl"));
+        let (ids, dates) = (strings(&survivors, "id"), strings(&survivors, "date"));
+        assert!(ids.len() == 3 && ids.iter().all(|i| i.starts_with(kept)), "{keep}: {ids:?}");
+        let day = if kept == 'a' { "2026-11-21" } else { "2026-11-22" };
+        assert!(dates.iter().all(|d| d == day), "{keep}: the partition column is a column of the rows: {dates:?}");
+    }
+}

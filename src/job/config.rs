@@ -63,11 +63,15 @@ pub struct Columns {
     /// Rows that repeat an id within an input: `error` or `keep-first`.
     #[serde(default)]
     pub duplicate_ids: DuplicateIds,
+    /// An input file that cannot be read or has drifted from these columns:
+    /// `error` or `skip`.
+    #[serde(default)]
+    pub on_bad_file: OnBadFile,
 }
 
 impl Default for Columns {
     fn default() -> Self {
-        Columns { id: default_id(), text: default_text(), title: None, duplicate_ids: DuplicateIds::Error }
+        Columns { id: default_id(), text: default_text(), title: None, duplicate_ids: DuplicateIds::Error, on_bad_file: OnBadFile::Error }
     }
 }
 
@@ -82,6 +86,21 @@ pub enum DuplicateIds {
     /// and count them in the summary.
     #[serde(rename = "keep-first")]
     KeepFirst,
+}
+
+/// What to do with an input file that cannot be used: damaged, not
+/// Parquet, or drifted (the id or text column missing, or of a type the run
+/// cannot read as such).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum OnBadFile {
+    /// Refuse the run (exit code 2), naming the file, column and type.
+    #[default]
+    #[serde(rename = "error")]
+    Error,
+    /// Leave the file out, name it in the summary (`skipped_files`) and the
+    /// log, and exit 3: done, but partial.
+    #[serde(rename = "skip")]
+    Skip,
 }
 
 /// How fingerprints are made. Every field changes every fingerprint.

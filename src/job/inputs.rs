@@ -1,20 +1,274 @@
-//! The inputs of a run: each input's columns checked (the id, the text and
-//! the title, with their types), registered as one view of documents with
-//! their source, repeated ids refused or dropped, and a file that cannot be
-//! decoded named.
+//! The inputs of a run: every file of every input checked before any work
+//! (its id, text and title columns, with their types: a crawl's files drift),
+//! the files that cannot be used refused or, with `--on-bad-file skip`, left
+//! out and named; the rest registered as one view of documents with their
+//! source, repeated ids refused or dropped, and a file that cannot be decoded
+//! named.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::prelude::SessionContext;
 
-use super::config::{DuplicateIds, JobSpec, KeepRule};
+use super::config::{DuplicateIds, JobSpec, KeepRule, OnBadFile};
 use super::query::{collect, column_u64, strings};
+use super::summary::SkippedFile;
 use super::tables::{create_view, view_without};
 use super::sql::{self, render, Param};
 use crate::error::{Error, Result};
-use crate::storage::{ident, register_parquet, InputSpec, OutputDir};
+use crate::storage::{ident, input_files, literal, register_files, register_parquet, InputFile, InputSpec, OutputDir};
 
+/// Text in any of Arrow's encodings: plain, large, view, or dictionary
+/// (as pandas categoricals and some writers store it).
 fn is_text(t: &DataType) -> bool {
-    matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+    match t {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => true,
+        DataType::Dictionary(_, values) => is_text(values),
+        _ => false,
+    }
+}
+
+fn is_id(t: &DataType) -> bool {
+    is_text(t) || t.is_integer() || matches!(t, DataType::Date32 | DataType::Date64 | DataType::Decimal128(..))
+}
+
+/// The type one column is read as when an input's files disagree on it:
+/// text of any encoding as text, integers as 64-bit integers, and, for the
+/// id (compared as text anyway), text and integers as text. None when the
+/// files cannot make one column.
+fn common_type(a: &DataType, b: &DataType, id: bool) -> Option<DataType> {
+    match (a, b) {
+        _ if a == b => Some(a.clone()),
+        _ if is_text(a) && is_text(b) => Some(DataType::Utf8View),
+        _ if a.is_integer() && b.is_integer() => Some(if a.is_unsigned_integer() && b.is_unsigned_integer() { DataType::UInt64 } else { DataType::Int64 }),
+        _ if id && is_id(a) && is_id(b) => Some(DataType::Utf8View),
+        _ => None,
+    }
+}
+
+/// The files of one input a run reads, and the one schema they are read with.
+pub(super) struct CheckedInput {
+    files: Vec<InputFile>,
+    schema: Schema,
+    /// Hive-style partition keys (`date` of `date=2026-11-21/`) that are not
+    /// columns of the files: read as text columns.
+    partition_keys: Vec<String>,
+}
+
+impl CheckedInput {
+    pub(super) fn files(&self) -> usize {
+        self.files.len()
+    }
+
+    pub(super) fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// Every input's files checked: what a run reads, and what it leaves out.
+pub(super) struct CheckedInputs {
+    pub(super) inputs: Vec<CheckedInput>,
+    pub(super) skipped: Vec<SkippedFile>,
+}
+
+/// The columns of one file that the run reads, checked against the job's
+/// columns: why the file cannot be used, or None.
+fn column_problem(spec: &JobSpec, file: &str, schema: &Schema) -> Option<String> {
+    let columns = || schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ");
+    let roles = [
+        (Some(&spec.columns.id), "document id", "--id-col"),
+        (Some(&spec.columns.text), "document text", "--text-col"),
+        (spec.columns.title.as_ref().filter(|t| !t.is_empty()), "title", "--title-col"),
+    ];
+    for (column, role, flag) in roles {
+        let Some(column) = column else { continue };
+        let Ok(f) = schema.field_with_name(column) else {
+            return Some(format!(
+                "file '{file}' has no column '{column}' for the {role}; its columns are: {}. If the column was renamed, \
+                 rename it back in this file, or name it with {flag} when every file uses the new name",
+                columns()
+            ));
+        };
+        let fits = if role == "document id" { is_id(f.data_type()) } else { is_text(f.data_type()) };
+        if !fits {
+            let must = if role == "document id" { "ids must be text or integers" } else { "it must be text (string)" };
+            return Some(format!(
+                "file '{file}': column '{column}' holds {}, but {must} for the {role}. Rewrite the file with the \
+                 right type, or name another column with {flag}",
+                f.data_type()
+            ));
+        }
+    }
+    None
+}
+
+/// Add one file's schema to the input's: a column the file lacks becomes
+/// nullable, a new one is added, differing types meet in [`common_type`].
+/// A column the run reads whose types cannot meet makes the file unusable;
+/// any other such column is left out of the table (`dropped`).
+fn merge_schema(
+    fields: &mut Vec<Field>,
+    dropped: &mut BTreeSet<String>,
+    reads: &[&str],
+    id: &str,
+    (file, schema): (&str, &Schema),
+    first: &str,
+) -> std::result::Result<(), String> {
+    let mut merged = fields.clone();
+    let mut conflicts = Vec::new();
+    for f in &mut merged {
+        if schema.field_with_name(f.name()).is_err() {
+            *f = f.clone().with_nullable(true);
+        }
+    }
+    for f in schema.fields() {
+        if dropped.contains(f.name()) {
+            continue;
+        }
+        match merged.iter_mut().find(|m| m.name() == f.name()) {
+            None => merged.push(f.as_ref().clone().with_nullable(true)),
+            Some(m) if m.data_type() == f.data_type() => *m = m.clone().with_nullable(m.is_nullable() || f.is_nullable()),
+            Some(m) => match common_type(m.data_type(), f.data_type(), f.name() == id) {
+                Some(t) => *m = Field::new(m.name(), t, true),
+                None if reads.contains(&f.name().as_str()) => {
+                    return Err(format!(
+                        "file '{file}': column '{}' holds {}, but {} in '{first}', the input's first file: the files of one \
+                         input must agree on the columns the run reads. Rewrite the file with the first file's type",
+                        f.name(),
+                        f.data_type(),
+                        m.data_type()
+                    ))
+                }
+                None => conflicts.push(f.name().clone()),
+            },
+        }
+    }
+    merged.retain(|f| !conflicts.contains(f.name()));
+    dropped.extend(conflicts);
+    *fields = merged;
+    Ok(())
+}
+
+/// Check every file of every input before any work. A file that cannot be
+/// read, or whose columns do not fit the job, is refused (exit 2, naming the
+/// file, the column and the type found) or, with `--on-bad-file skip`, left
+/// out and returned with its reason. `known_bad` are files found damaged by
+/// an earlier attempt of this run (their pages could not be decoded).
+pub(super) async fn check_inputs(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, known_bad: &[SkippedFile]) -> Result<CheckedInputs> {
+    let mut checked = CheckedInputs { inputs: Vec::new(), skipped: Vec::new() };
+    for input in &spec.inputs {
+        let files = input_files(ctx, &input.url).await.map_err(|e| e.context(format!("input '{}'", input.name)))?;
+        let total = files.len();
+        let (good, bad) = check_files(spec, keep, input, files, known_bad);
+        for (file, reason) in bad {
+            if spec.columns.on_bad_file == OnBadFile::Error {
+                return Err(Error::input(format!(
+                    "input '{}': {reason} (or pass --on-bad-file skip to leave such files out: the run then exits 3)",
+                    input.name
+                )));
+            }
+            checked.skipped.push(SkippedFile { input: input.name.clone(), file, reason });
+        }
+        if good.files.is_empty() {
+            let reasons: Vec<&str> = checked.skipped.iter().filter(|s| s.input == input.name).map(|s| s.reason.as_str()).collect();
+            return Err(Error::input(format!(
+                "input '{}' ({}): none of its {total} file(s) can be used: {}",
+                input.name,
+                input.url,
+                reasons.join("; ")
+            )));
+        }
+        checked.inputs.push(good);
+    }
+    Ok(checked)
+}
+
+/// One input's files: those the run reads (with their common schema) and
+/// those it cannot use, with why.
+fn check_files(spec: &JobSpec, keep: &KeepRule, input: &InputSpec, files: Vec<InputFile>, known_bad: &[SkippedFile]) -> (CheckedInput, Vec<(String, String)>) {
+    let mut reads = vec![spec.columns.id.as_str(), spec.columns.text.as_str()];
+    reads.extend(spec.columns.title.as_deref().filter(|t| !t.is_empty()));
+    reads.extend(keep.column());
+    let (mut fields, mut dropped, mut bad, mut good) = (Vec::new(), BTreeSet::new(), Vec::new(), Vec::new());
+    let mut first: Option<String> = None;
+    for file in files {
+        if let Some(known) = known_bad.iter().find(|k| k.input == input.name && k.file == file.url) {
+            bad.push((file.url.clone(), known.reason.clone()));
+            continue;
+        }
+        let schema = match &file.schema {
+            Ok(schema) => schema.clone(),
+            Err(e) => {
+                bad.push((file.url.clone(), e.to_string()));
+                continue;
+            }
+        };
+        if let Some(problem) = column_problem(spec, &file.url, &schema) {
+            bad.push((file.url.clone(), problem));
+            continue;
+        }
+        let first_file = first.get_or_insert_with(|| file.url.clone()).clone();
+        if good.is_empty() {
+            fields = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        } else if let Err(problem) = merge_schema(&mut fields, &mut dropped, &reads, &spec.columns.id, (&file.url, &schema), &first_file) {
+            bad.push((file.url.clone(), problem));
+            continue;
+        }
+        good.push(file);
+    }
+    // Text the run reads is read as plain text whatever its encoding.
+    for f in &mut fields {
+        if reads.contains(&f.name().as_str()) && matches!(f.data_type(), DataType::Dictionary(..)) && is_text(f.data_type()) {
+            *f = Field::new(f.name(), DataType::Utf8View, f.is_nullable());
+        }
+    }
+    let partition_keys = partition_keys(&good, &fields);
+    (CheckedInput { files: good, schema: Schema::new(fields), partition_keys }, bad)
+}
+
+/// The Hive-style partition keys of an input's files, in folder order, that
+/// are not also columns of the files (a column in the file wins).
+fn partition_keys(files: &[InputFile], fields: &[Field]) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for (key, _) in files.iter().flat_map(|f| &f.partitions) {
+        if !keys.contains(key) && !fields.iter().any(|f| f.name() == key) {
+            keys.push(key.clone());
+        }
+    }
+    keys
+}
+
+/// Register one checked input as the table `name`: its files with their
+/// common schema, and, for Hive-style folders, the partition values as text
+/// columns (one table per partition, joined by a view).
+async fn register_input(ctx: &SessionContext, name: &str, input: &CheckedInput) -> Result<SchemaRef> {
+    let schema = Arc::new(input.schema.clone());
+    let urls = |files: &[&InputFile]| files.iter().map(|f| f.url.clone()).collect::<Vec<_>>();
+    if input.partition_keys.is_empty() {
+        register_files(ctx, name, &urls(&input.files.iter().collect::<Vec<_>>()), schema.clone()).await?;
+        return Ok(schema);
+    }
+    let mut groups: BTreeMap<Vec<Option<&str>>, Vec<&InputFile>> = BTreeMap::new();
+    for f in &input.files {
+        let value = |key: &String| f.partitions.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        groups.entry(input.partition_keys.iter().map(value).collect()).or_default().push(f);
+    }
+    let mut selects = Vec::new();
+    for (g, (values, files)) in groups.iter().enumerate() {
+        let table = format!("{name}_partition_{g}");
+        register_files(ctx, &table, &urls(files), schema.clone()).await?;
+        let columns: Vec<String> = values
+            .iter()
+            .zip(&input.partition_keys)
+            .map(|(v, key)| format!("CAST({} AS VARCHAR) AS {}", v.map_or("NULL".into(), literal), ident(key)))
+            .collect();
+        selects.push(format!("SELECT *, {} FROM {}", columns.join(", "), ident(&table)));
+    }
+    create_view(ctx, name, &selects.join("\nUNION ALL\n")).await?;
+    let mut fields: Vec<Field> = input.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.extend(input.partition_keys.iter().map(|k| Field::new(k, DataType::Utf8, true)));
+    Ok(Arc::new(Schema::new(fields)))
 }
 
 /// The field `column` of an input, or an error naming the input and its columns.
@@ -74,12 +328,12 @@ fn title_column(spec: &JobSpec, input: &InputSpec, schema: &Schema) -> Result<St
     })
 }
 
-/// Register every input and build the view `view` (the documents) over them.
-pub(super) async fn register_documents(ctx: &SessionContext, spec: &JobSpec, keep: &KeepRule, view: &str) -> Result<Vec<SchemaRef>> {
+/// Register every checked input and build the view `view` (the documents) over them.
+pub(super) async fn register_documents(ctx: &SessionContext, spec: &JobSpec, checked: &CheckedInputs, keep: &KeepRule, view: &str) -> Result<Vec<SchemaRef>> {
     let mut schemas = Vec::new();
-    for (i, input) in spec.inputs.iter().enumerate() {
+    for (i, (input, files)) in spec.inputs.iter().zip(&checked.inputs).enumerate() {
         let table = format!("input_{i}");
-        let schema = register_parquet(ctx, &table, &input.url).await.map_err(|e| e.context(format!("input '{}'", input.name)))?;
+        let schema = register_input(ctx, &table, files).await.map_err(|e| e.context(format!("input '{}'", input.name)))?;
         schemas.push(schema);
     }
     // The keep rule's column may be missing from some inputs (their
@@ -96,8 +350,6 @@ pub(super) async fn register_documents(ctx: &SessionContext, spec: &JobSpec, kee
     let mut selects = Vec::new();
     for (i, (input, schema)) in spec.inputs.iter().zip(&schemas).enumerate() {
         let table = format!("input_{i}");
-        check_id(field(&schema, &spec.columns.id, input, "document id", "--id-col")?, input)?;
-        check_text(field(&schema, &spec.columns.text, input, "document text", "--text-col")?, input, "document text")?;
         let title = title_column(spec, input, schema)?;
         let keep_key = match (keep.column(), &keep_type) {
             (Some(c), Some(t)) if schema.field_with_name(c).is_ok() => format!(",\n       arrow_cast({}, '{t}') AS keep_key", ident(c)),
@@ -207,37 +459,96 @@ pub(super) async fn check_ids(ctx: &SessionContext, view: &str, duplicates: Dupl
 
 /// After a failed read: find the input file that cannot be decoded (damaged
 /// pages, text that is not UTF-8) and name it, reading each file alone.
-/// Returns `error` unchanged when every file reads.
+/// Returns `error` unchanged when every file reads, or when files are to be
+/// skipped (the runner then finds the file and runs again without it).
 pub(super) async fn name_bad_file(ctx: &SessionContext, spec: &JobSpec, error: Error) -> Error {
-    if error.kind() != crate::error::Kind::Unreadable {
+    if error.kind() != crate::error::Kind::Unreadable || spec.columns.on_bad_file == OnBadFile::Skip {
         return error;
     }
+    match find_bad_file(ctx, spec, &[]).await {
+        Some(bad) => Error::input(format!("input '{}': {}", bad.input, bad.reason)),
+        None => error,
+    }
+}
+
+/// The first input file, other than `known`, whose values cannot be
+/// decoded, read alone: with why.
+pub(super) async fn find_bad_file(ctx: &SessionContext, spec: &JobSpec, known: &[SkippedFile]) -> Option<SkippedFile> {
     for input in &spec.inputs {
-        let Ok((table_url, files)) = crate::storage::list_parquet_files(ctx, &input.url).await else { continue };
-        for f in files {
-            let url = format!("{}{}", table_url.object_store().as_str(), f.location);
-            let probe = async {
-                let schema = register_parquet(ctx, "probe_file", &url).await?;
-                // Functions of every value: a bare count could be answered from statistics.
-                let mut columns = vec![format!("sum(length(CAST({} AS VARCHAR)))", ident(&spec.columns.id))];
-                for c in [Some(&spec.columns.text), spec.columns.title.as_ref()].into_iter().flatten() {
-                    if schema.field_with_name(c).is_ok() && !c.is_empty() {
-                        columns.push(format!("sum(length({}))", ident(c)));
-                    }
-                }
-                collect(ctx, &format!("SELECT {} FROM probe_file", columns.join(", "))).await
-            }
-            .await;
-            let _ = ctx.deregister_table("probe_file");
-            if let Err(e) = probe {
-                return Error::input(format!(
-                    "input '{}': file '{}' cannot be read: {e}. The file is damaged or its text is not valid \
-                     UTF-8: repair it or remove it from the input",
-                    input.name,
-                    crate::storage::display_location(&url)
-                ));
+        let Ok(files) = input_files(ctx, &input.url).await else { continue };
+        for f in files.iter().filter(|f| f.schema.is_ok() && !known.iter().any(|k| k.input == input.name && k.file == f.url)) {
+            if let Err(e) = read_every_value(ctx, spec, &f.url).await {
+                let reason = format!(
+                    "file '{}' cannot be read: {e}. The file is damaged or its text is not valid UTF-8: repair it or \
+                     remove it from the input",
+                    f.url
+                );
+                return Some(SkippedFile { input: input.name.clone(), file: f.url.clone(), reason });
             }
         }
     }
-    error
+    None
+}
+
+/// Decode every value of the columns a run reads in one file.
+async fn read_every_value(ctx: &SessionContext, spec: &JobSpec, url: &str) -> Result<()> {
+    let probe = async {
+        let schema = register_parquet(ctx, "probe_file", url).await?;
+        // Functions of every value: a bare count could be answered from statistics.
+        let mut columns = Vec::new();
+        if schema.field_with_name(&spec.columns.id).is_ok() {
+            columns.push(format!("sum(length(CAST({} AS VARCHAR)))", ident(&spec.columns.id)));
+        }
+        for c in [Some(&spec.columns.text), spec.columns.title.as_ref()].into_iter().flatten() {
+            if schema.field_with_name(c).is_ok() && !c.is_empty() {
+                columns.push(format!("sum(length(CAST({} AS VARCHAR)))", ident(c)));
+            }
+        }
+        if columns.is_empty() {
+            return Ok(());
+        }
+        collect(ctx, &format!("SELECT {} FROM probe_file", columns.join(", "))).await.map(|_| ())
+    }
+    .await;
+    let _ = ctx.deregister_table("probe_file");
+    probe
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_of_drifting_files_meet_in_one_type() {
+        use DataType::*;
+        let dict = Dictionary(Box::new(Int32), Box::new(Utf8));
+        assert_eq!(common_type(&Utf8, &Utf8, false), Some(Utf8));
+        assert_eq!(common_type(&dict, &LargeUtf8, false), Some(Utf8View));
+        assert_eq!(common_type(&Int32, &Int64, false), Some(Int64));
+        assert_eq!(common_type(&UInt8, &UInt32, false), Some(UInt64));
+        assert_eq!(common_type(&Int64, &Utf8, false), None, "a number is not text");
+        assert_eq!(common_type(&Int64, &Utf8, true), Some(Utf8View), "ids are compared as text");
+        assert_eq!(common_type(&Float64, &Utf8, true), None);
+        assert!(is_text(&dict) && !is_text(&Binary));
+    }
+
+    #[test]
+    fn a_file_that_retypes_a_column_the_run_reads_is_named() {
+        let field = |name: &str, t: DataType| Field::new(name, t, false);
+        let mut fields = vec![field("id", DataType::Utf8), field("text", DataType::Utf8), field("score", DataType::Int64)];
+        let mut dropped = BTreeSet::new();
+        let next = Schema::new(vec![field("id", DataType::Int64), field("text", DataType::Utf8), field("score", DataType::Float64), field("lang", DataType::Utf8)]);
+        merge_schema(&mut fields, &mut dropped, &["id", "text"], "id", ("b.parquet", &next), "a.parquet").unwrap();
+        let names: Vec<(&str, &DataType, bool)> = fields.iter().map(|f| (f.name().as_str(), f.data_type(), f.is_nullable())).collect();
+        assert_eq!(
+            names,
+            [("id", &DataType::Utf8View, true), ("text", &DataType::Utf8, false), ("lang", &DataType::Utf8, true)],
+            "a column no file agrees on and the run does not read is left out; a new one is nullable"
+        );
+        assert!(dropped.contains("score"));
+        let retyped = Schema::new(vec![field("id", DataType::Utf8), field("text", DataType::Binary)]);
+        let e = merge_schema(&mut fields, &mut dropped, &["id", "text"], "id", ("c.parquet", &retyped), "a.parquet").unwrap_err();
+        assert!(e.contains("c.parquet") && e.contains("'text' holds Binary") && e.contains("Utf8 in 'a.parquet'"), "{e}");
+        assert_eq!(fields.len(), 3, "a refused file changes nothing");
+    }
 }

@@ -22,7 +22,7 @@ mod summary;
 mod tables;
 mod touched;
 
-pub use config::{check_run_id, defaults, Candidates, DuplicateIds, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
+pub use config::{check_run_id, defaults, Candidates, DuplicateIds, OnBadFile, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
 pub use context::Job;
 pub use progress::{LogFormat, RunOptions};
 pub use pairs::{run_pairs, PairsSpec};

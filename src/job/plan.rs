@@ -4,6 +4,7 @@
 use datafusion::prelude::SessionContext;
 
 use super::context::Job;
+use super::inputs::CheckedInputs;
 use super::pipeline::Stage;
 use super::query::scalar_u64;
 use super::store_run::StoreRun;
@@ -14,19 +15,20 @@ use crate::storage::{ident, OutputDir};
 /// A dry run: the inputs are registered and checked (columns, types,
 /// Parquet files), the output is checked to be writable; nothing is
 /// written. The plan lists `stages`, the list a real run executes.
-pub(super) async fn dry_run(ctx: &SessionContext, job: &Job, command: RunCommand, stages: &[Stage], store: Option<&StoreRun>, overwrite: bool) -> Result<Summary> {
+pub(super) async fn dry_run(
+    ctx: &SessionContext,
+    job: &Job,
+    command: RunCommand,
+    stages: &[Stage],
+    store: Option<&StoreRun>,
+    overwrite: bool,
+    checked: &CheckedInputs,
+) -> Result<Summary> {
     let spec = &job.spec;
     let mut inputs = Vec::new();
-    for (i, input) in spec.inputs.iter().enumerate() {
-        let (_, files) = crate::storage::list_parquet_files(ctx, &input.url).await?;
+    for (i, (input, files)) in spec.inputs.iter().zip(&checked.inputs).enumerate() {
         let rows = scalar_u64(ctx, &format!("SELECT count(*) FROM {}", ident(&format!("input_{i}")))).await?;
-        inputs.push(PlanInput {
-            name: input.name.clone(),
-            url: input.url.clone(),
-            files: files.len() as u64,
-            bytes: files.iter().map(|f| f.size).sum(),
-            rows,
-        });
+        inputs.push(PlanInput { name: input.name.clone(), url: input.url.clone(), files: files.files() as u64, bytes: files.bytes(), rows });
     }
     let output_action = OutputDir::check(ctx, &spec.output, overwrite).await?.to_string();
     let fp = &spec.fingerprint;

@@ -15,9 +15,9 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::SessionContext;
 
-use super::config::JobSpec;
+use super::config::{JobSpec, OnBadFile};
 use super::context::{Job, Run};
-use super::inputs::{check_ids, keep_one_per_id, name_bad_file, register_documents};
+use super::inputs::{check_ids, check_inputs, find_bad_file, keep_one_per_id, name_bad_file, register_documents, CheckedInputs};
 use super::nightly;
 use super::pipeline::{run_stages, stages, Stage};
 use super::plan::dry_run;
@@ -25,8 +25,8 @@ use super::progress::{Progress, RunOptions};
 use super::query::{collect, column_u64};
 use super::sql::table;
 use super::store_run::StoreRun;
-use super::summary::{InputSummary, RunCommand, Summary};
-use crate::error::{Error, Result};
+use super::summary::{InputSummary, RunCommand, SkippedFile, Summary};
+use crate::error::{Error, Kind, Result};
 use crate::session::context;
 use crate::storage::lease::Lease;
 use crate::storage::{InputSpec, OutputDir};
@@ -80,13 +80,43 @@ pub async fn run_fingerprint(spec: &JobSpec, options: &RunOptions) -> Result<Sum
     run_documents(spec, options, false).await
 }
 
+/// A run, again without each input file found damaged while it was read
+/// (with `--on-bad-file skip`): the files' footers and columns are checked
+/// before any work, but damaged pages show only when read.
 async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) -> Result<Summary> {
+    let mut damaged = Vec::new();
+    loop {
+        match run_documents_without(spec, options, with_join, &damaged).await {
+            Err(e) if spec.columns.on_bad_file == OnBadFile::Skip && e.kind() == Kind::Unreadable => {
+                let ctx = context(&spec.engine).await?;
+                match find_bad_file(&ctx, spec, &damaged).await {
+                    Some(file) => damaged.push(file),
+                    None => return Err(e),
+                }
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Say which files a run leaves out, whatever the log's form or quietness:
+/// a partial result is never silent.
+fn log_skipped(options: &RunOptions, skipped: &[SkippedFile]) {
+    for s in skipped {
+        let message = format!("skipped input '{}': {}", s.input, s.reason);
+        options.log_format.line("warn", "skipped_file", &message, serde_json::json!({ "input": s.input, "file": s.file, "reason": s.reason }));
+    }
+}
+
+async fn run_documents_without(spec: &JobSpec, options: &RunOptions, with_join: bool, damaged: &[SkippedFile]) -> Result<Summary> {
     let job = Job::new(spec)?;
     let command = if with_join { RunCommand::Dedup } else { RunCommand::Fingerprint };
     let ctx = context(&spec.engine).await?;
     let mut progress = Progress::new(options);
+    let checked = check_inputs(&ctx, spec, &job.keep, damaged).await?;
+    log_skipped(options, &checked.skipped);
     let Some(store_options) = &spec.store else {
-        register_documents(&ctx, spec, &job.keep, table::DOCUMENTS).await?;
+        register_documents(&ctx, spec, &checked, &job.keep, table::DOCUMENTS).await?;
         let ids = match check_ids(&ctx, table::DOCUMENTS, spec.columns.duplicate_ids).await {
             Ok(n) => n,
             Err(e) => return Err(name_bad_file(&ctx, spec, e).await),
@@ -94,7 +124,8 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
         progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
         let stages = stages(&job, command, false);
         if options.dry_run {
-            return dry_run(&ctx, &job, command, &stages, None, spec.overwrite).await;
+            let summary = dry_run(&ctx, &job, command, &stages, None, spec.overwrite, &checked).await?;
+            return Ok(Summary { skipped_files: checked.skipped, ..summary });
         }
         let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
         let mut run = Run { ctx: &ctx, job: &job, out: &out, progress: &mut progress };
@@ -108,7 +139,7 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
         };
         let result = match result {
             Err(e) => Err(name_bad_file(&ctx, spec, e).await),
-            Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped, ..summary }),
+            Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped, skipped_files: checked.skipped, ..summary }),
         };
         let report = with_join.then_some((&ctx, &job.spec.join));
         return finish(out, result, progress, report).await;
@@ -126,7 +157,7 @@ async fn run_documents(spec: &JobSpec, options: &RunOptions, with_join: bool) ->
             Some(Lease::acquire(&ctx, &store_options.url, &holder).await?)
         }
     };
-    let result = store_night(&ctx, &job, options, store_options, progress, lease.as_ref()).await;
+    let result = store_night(&ctx, &job, options, store_options, progress, lease.as_ref(), checked).await;
     if let Some(lease) = lease {
         lease.release().await;
     }
@@ -141,10 +172,11 @@ async fn store_night(
     store_options: &crate::job::StoreOptions,
     mut progress: Progress,
     lease: Option<&Lease>,
+    checked: CheckedInputs,
 ) -> Result<Summary> {
     let spec = &job.spec;
     let mut store = StoreRun::open(ctx, store_options, &job.settings, &job.keep, job.minhash(), spec.fingerprint.idf_model.as_deref()).await?;
-    register_documents(ctx, spec, &job.keep, table::DOCUMENTS_INPUT).await?;
+    register_documents(ctx, spec, &checked, &job.keep, table::DOCUMENTS_INPUT).await?;
     let ids = match check_ids(ctx, table::DOCUMENTS_INPUT, spec.columns.duplicate_ids).await {
         Ok(n) => n,
         Err(e) => return Err(name_bad_file(ctx, spec, e).await),
@@ -170,7 +202,8 @@ async fn store_night(
     let overwrite = spec.overwrite || nightly::is_report_of(ctx, &spec.output, &store.run_id).await;
     let stages = stages(&job, RunCommand::Dedup, true);
     if options.dry_run {
-        return store_dry_run(ctx, &job, &stages, &store, already_stored, overwrite).await;
+        let summary = store_dry_run(ctx, &job, &stages, &store, already_stored, overwrite, &checked).await?;
+        return Ok(Summary { skipped_files: checked.skipped, ..summary });
     }
     let out = OutputDir::prepare(ctx, &spec.output, overwrite).await?;
     let mut run = Run { ctx, job: &job, out: &out, progress: &mut progress };
@@ -190,14 +223,14 @@ async fn store_night(
     };
     let result = match result {
         Err(e) => Err(name_bad_file(ctx, spec, e).await),
-        Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped, ..summary }),
+        Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped, skipped_files: checked.skipped, ..summary }),
     };
     finish(out, result, progress, Some((ctx, &job.spec.join))).await
 }
 
 /// A dry run of a night: the plan, and what the store holds.
-async fn store_dry_run(ctx: &SessionContext, job: &Job, stages: &[Stage], store: &StoreRun, already_stored: u64, overwrite: bool) -> Result<Summary> {
-    let mut summary = dry_run(ctx, job, RunCommand::Dedup, stages, Some(store), overwrite).await?;
+async fn store_dry_run(ctx: &SessionContext, job: &Job, stages: &[Stage], store: &StoreRun, already_stored: u64, overwrite: bool, checked: &CheckedInputs) -> Result<Summary> {
+    let mut summary = dry_run(ctx, job, RunCommand::Dedup, stages, Some(store), overwrite, checked).await?;
     summary.store = Some(crate::job::StoreSummary {
         url: store.url().to_string(),
         run_id: store.run_id.clone(),

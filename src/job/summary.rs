@@ -97,6 +97,17 @@ pub struct InputSummary {
     pub documents_without_terms: u64,
 }
 
+/// An input file a run left out (`--on-bad-file skip`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedFile {
+    /// The input's name.
+    pub input: String,
+    /// The file's path or URL.
+    pub file: String,
+    /// Why it could not be used, and what to do about it.
+    pub reason: String,
+}
+
 /// The command a summary reports on, as `summary.json` names it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -129,6 +140,10 @@ pub struct Summary {
     /// Input rows dropped because they repeat an id (`--duplicate-ids keep-first`).
     #[serde(default)]
     pub duplicate_ids_dropped: u64,
+    /// Input files left out by `--on-bad-file skip`, each with why: a run
+    /// that skipped any is partial (exit code 3).
+    #[serde(default)]
+    pub skipped_files: Vec<SkippedFile>,
     pub distinct_fingerprints: u64,
     /// Distinct lines dropped as boilerplate (with boilerplate_lines set).
     #[serde(default)]

@@ -21,6 +21,7 @@ pub use stores::EnvStoreRegistry;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::file_format::FileFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use datafusion::prelude::SessionContext;
@@ -95,6 +96,21 @@ fn is_hidden(location: &object_store::path::Path) -> bool {
 /// extension; a folder or glob contributes its `*.parquet` files, skipping
 /// hidden ones (`.x`, `_SUCCESS`). Every file is checked to be Parquet.
 pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(ListingTableUrl, Vec<ObjectMeta>)> {
+    let (table_url, files) = list_files(ctx, url).await?;
+    let store = ctx.runtime_env().object_store(table_url.object_store())?;
+    for f in &files {
+        read_footer(store.as_ref(), f, &file_url(&table_url, f)).await?;
+    }
+    Ok((table_url, files))
+}
+
+/// The full URL of a listed file, as people write it (a local path for files).
+fn file_url(table_url: &ListingTableUrl, f: &ObjectMeta) -> String {
+    display_location(&format!("{}{}", table_url.object_store().as_str(), f.location))
+}
+
+/// The files [`list_parquet_files`] lists, in path order, their footers not yet read.
+async fn list_files(ctx: &SessionContext, url: &str) -> Result<(ListingTableUrl, Vec<ObjectMeta>)> {
     let table_url = ListingTableUrl::parse(url)
         .map_err(|e| Error::input(format!("'{url}' is not a path or URL: {e}")))?;
     let state = ctx.state();
@@ -134,11 +150,59 @@ pub async fn list_parquet_files(ctx: &SessionContext, url: &str) -> Result<(List
         }));
     }
     files.sort_by(|a, b| a.location.cmp(&b.location));
-    for f in &files {
-        let name = display_location(&format!("{}{}", table_url.object_store().as_str(), f.location));
-        read_footer(store.as_ref(), f, &name).await?;
-    }
     Ok((table_url, files))
+}
+
+/// One Parquet file of an input: its URL, its size, its schema as the engine
+/// reads it (or why it cannot be read: the file is then the input's problem
+/// to name or skip, not the whole run's), and the Hive-style partition values
+/// of the folders between the input's location and the file
+/// (`date=2026-11-21/part-0.parquet` gives `date` = `2026-11-21`).
+#[derive(Debug)]
+pub struct InputFile {
+    pub url: String,
+    pub size: u64,
+    pub schema: Result<SchemaRef>,
+    pub partitions: Vec<(String, String)>,
+}
+
+/// Every Parquet file of an input location, with its own schema: inputs
+/// whose files drift (a renamed or retyped column) are checked file by file
+/// before any work, not discovered as nulls or casts in the results.
+pub async fn input_files(ctx: &SessionContext, url: &str) -> Result<Vec<InputFile>> {
+    let (table_url, files) = list_files(ctx, url).await?;
+    let store = ctx.runtime_env().object_store(table_url.object_store())?;
+    let state = ctx.state();
+    let format = ParquetFormat::default();
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let name = file_url(&table_url, &f);
+        let schema = match read_footer(store.as_ref(), &f, &name).await {
+            // The engine's own reading of the file's schema (string views,
+            // no metadata), so a table of agreeing files is typed as before.
+            Ok(_) => format
+                .infer_schema(&state, &store, std::slice::from_ref(&f))
+                .await
+                .map_err(|e| Error::input(format!("'{name}': its schema cannot be read: {e}"))),
+            Err(e) if e.kind() == crate::error::Kind::Input => Err(e),
+            Err(e) => return Err(e),
+        };
+        let below = f.location.as_ref().strip_prefix(table_url.prefix().as_ref()).unwrap_or_default();
+        out.push(InputFile { url: name, size: f.size, schema, partitions: hive_partitions(below) });
+    }
+    Ok(out)
+}
+
+/// The `key=value` folder names of a path below an input's location, in
+/// order (percent-encoded values decoded, as object stores write them).
+fn hive_partitions(below: &str) -> Vec<(String, String)> {
+    let folders = below.trim_start_matches('/').rsplit_once('/').map_or("", |(folders, _file)| folders);
+    folders
+        .split('/')
+        .filter_map(|segment| segment.split_once('='))
+        .filter(|(key, _)| !key.is_empty())
+        .map(|(key, value)| (key.to_string(), percent_encoding::percent_decode_str(value).decode_utf8_lossy().into_owned()))
+        .collect()
 }
 
 /// An object store's failure, classified by what failed. What the user
@@ -261,6 +325,17 @@ pub async fn register_parquet_files(ctx: &SessionContext, name: &str, locations:
     Ok(schema)
 }
 
+/// Register Parquet files (full URLs, already listed and checked) as one
+/// table `name` read with `schema`: each file's columns are matched to it by
+/// name, missing ones read as nulls, other encodings cast.
+pub async fn register_files(ctx: &SessionContext, name: &str, files: &[String], schema: SchemaRef) -> Result<()> {
+    let urls = files.iter().map(ListingTableUrl::parse).collect::<std::result::Result<Vec<_>, _>>()?;
+    let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension("");
+    let config = ListingTableConfig::new_with_multi_paths(urls).with_listing_options(options).with_schema(schema);
+    ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
+    Ok(())
+}
+
 /// The key-value metadata of every Parquet file at `url`, by file.
 pub async fn parquet_key_values(ctx: &SessionContext, url: &str) -> Result<Vec<(String, std::collections::HashMap<String, String>)>> {
     let (table_url, files) = list_parquet_files(ctx, url).await?;
@@ -313,6 +388,15 @@ mod tests {
         assert_eq!(InputSpec::parse("s3://bucket/k=v/x.parquet").unwrap().name, "x");
         let dup = [InputSpec::parse("a=x").unwrap(), InputSpec::parse("a=y").unwrap()];
         assert!(check_input_names(&dup).unwrap_err().to_string().contains("both named 'a'"));
+    }
+
+    #[test]
+    fn hive_partition_values_come_from_folder_names() {
+        let kv = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+        assert_eq!(hive_partitions("/date=2026-11-21/site=a%20b/part-0.parquet"), kv(&[("date", "2026-11-21"), ("site", "a b")]));
+        assert_eq!(hive_partitions("misc/part=x.parquet"), kv(&[]), "a file name is no partition");
+        assert_eq!(hive_partitions("part-0.parquet"), kv(&[]));
+        assert_eq!(hive_partitions("=x/y=/p.parquet"), kv(&[("y", "")]));
     }
 
     #[test]
