@@ -342,7 +342,7 @@ fn the_cron_example_runs_nights_and_stops_on_bad_input() {
     let job = dir.path().join("nightly.toml");
     std::fs::write(
         &job,
-        "output = \"reports/{run_id}\"\n[[input]]\nname = \"crawl\"\nurl = \"drops/{run_id}/\"\n[store]\nurl = \"store\"\n",
+        "output = \"reports/{run_id}\"\n[[input]]\nname = \"crawl\"\nurl = \"drops/{run_id}/\"\n[columns]\non_bad_file = \"skip\"\n[store]\nurl = \"store\"\n",
     )
     .unwrap();
     let script = root().join("jobs/cron/nightly.sh");
@@ -368,6 +368,17 @@ fn the_cron_example_runs_nights_and_stops_on_bad_input() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let attempts = stderr(&o).lines().filter(|l| l.contains("\"event\":\"error\"")).count();
     assert_eq!(attempts, 1, "bad input is not retried:\n{}", stderr(&o));
+    // A drop with a drifted file: the night is done without it (committed,
+    // exit 3), and not retried.
+    let drifted = dir.path().join("drops").join(NIGHTS[2]).join("zz-drifted.parquet");
+    ok(&neardup(&["sql", "-c", &format!("COPY (SELECT 'z1' AS id, '北京' AS body) TO '{}' STORED AS PARQUET", drifted.display())]));
+    let o = run(NIGHTS[2]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert_eq!(stderr(&o).matches("attempt ").count(), 1, "a partial night is not retried:\n{}", stderr(&o));
+    let report = dir.path().join("reports").join(NIGHTS[2]);
+    assert!(report.join("_SUCCESS").exists());
+    let skipped = &summary(&report)["skipped_files"];
+    assert!(skipped[0]["file"].as_str().unwrap().ends_with("zz-drifted.parquet"), "{skipped}");
 }
 
 /// The rows of a store folder's files as text lines (what compaction may

@@ -73,6 +73,10 @@ def run_neardup(cmd: list[str], what: str) -> None:
     tail = "\n".join(last)
     if rc == 2:
         raise AirflowFailException(f"{what}: bad input or configuration (exit code 2); not retried\n{tail}")
+    if rc == 3:
+        # The run is committed, without the input files its summary.json
+        # names (skipped_files): a rerun would skip them again.
+        raise AirflowFailException(f"{what}: done, but partial (exit code 3): input files were skipped; not retried\n{tail}")
     cause = f"killed by signal {-rc}" if rc < 0 else f"exit code {rc}"
     raise AirflowException(f"{what} failed ({cause}); retried while tries remain\n{tail}")
 

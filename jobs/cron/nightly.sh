@@ -121,6 +121,10 @@ while :; do
       log error "run $run_id stopped: bad input or configuration (exit code 2); not retried"
       exit 2
       ;;
+    3)
+      log warn "run $run_id done, but partial (exit code 3): input files were skipped, named in its summary.json (skipped_files); not retried"
+      exit 3
+      ;;
     *)
       log error "run $run_id ended with exit code $rc; not retried"
       exit "$rc"

@@ -113,9 +113,9 @@ async fn run_documents_without(spec: &JobSpec, options: &RunOptions, with_join: 
     let command = if with_join { RunCommand::Dedup } else { RunCommand::Fingerprint };
     let ctx = context(&spec.engine).await?;
     let mut progress = Progress::new(options);
-    let checked = check_inputs(&ctx, spec, &job.keep, damaged).await?;
-    log_skipped(options, &checked.skipped);
     let Some(store_options) = &spec.store else {
+        let checked = check_inputs(&ctx, spec, &job.keep, damaged).await?;
+        log_skipped(options, &checked.skipped);
         register_documents(&ctx, spec, &checked, &job.keep, table::DOCUMENTS).await?;
         let ids = match check_ids(&ctx, table::DOCUMENTS, spec.columns.duplicate_ids).await {
             Ok(n) => n,
@@ -157,7 +157,7 @@ async fn run_documents_without(spec: &JobSpec, options: &RunOptions, with_join: 
             Some(Lease::acquire(&ctx, &store_options.url, &holder).await?)
         }
     };
-    let result = store_night(&ctx, &job, options, store_options, progress, lease.as_ref(), checked).await;
+    let result = store_night(&ctx, &job, options, store_options, progress, lease.as_ref(), damaged).await;
     if let Some(lease) = lease {
         lease.release().await;
     }
@@ -172,10 +172,12 @@ async fn store_night(
     store_options: &crate::job::StoreOptions,
     mut progress: Progress,
     lease: Option<&Lease>,
-    checked: CheckedInputs,
+    damaged: &[SkippedFile],
 ) -> Result<Summary> {
     let spec = &job.spec;
     let mut store = StoreRun::open(ctx, store_options, &job.settings, &job.keep, job.minhash(), spec.fingerprint.idf_model.as_deref()).await?;
+    let checked = check_inputs(ctx, spec, &job.keep, damaged).await?;
+    log_skipped(options, &checked.skipped);
     register_documents(ctx, spec, &checked, &job.keep, table::DOCUMENTS_INPUT).await?;
     let ids = match check_ids(ctx, table::DOCUMENTS_INPUT, spec.columns.duplicate_ids).await {
         Ok(n) => n,
