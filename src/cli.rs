@@ -14,6 +14,7 @@ use crate::eval::EvalSpec;
 use crate::session::{parse_size, EngineOptions};
 use crate::shell::{Format, Session};
 use crate::storage::InputSpec;
+use crate::tls::TlsFiles;
 use crate::weight::{IdfFormula, Weighting};
 
 #[derive(Debug, Parser)]
@@ -124,16 +125,55 @@ pub struct SchedulerArgs {
     /// Port for gRPC from clients and executors.
     #[arg(long, default_value_t = 50050)]
     pub port: u16,
+    /// Host name executors reach this scheduler by, to report on their tasks [default: the --bind
+    /// address, or localhost when it is 0.0.0.0].
+    #[arg(long, value_name = "HOST")]
+    pub external_host: Option<String>,
     /// Seconds without a heartbeat after which an executor is declared lost
     /// and its tasks are run again elsewhere (keep it above the executors'
     /// --heartbeat-interval).
     #[arg(long, default_value_t = 180, value_name = "SECS")]
     pub executor_timeout: u64,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 impl SchedulerArgs {
     pub fn options(&self) -> SchedulerOptions {
-        SchedulerOptions { bind: self.bind.clone(), port: self.port, executor_timeout_secs: self.executor_timeout }
+        SchedulerOptions {
+            bind: self.bind.clone(),
+            port: self.port,
+            external_host: self.external_host.clone(),
+            executor_timeout_secs: self.executor_timeout,
+            tls: self.tls.files(),
+        }
+    }
+}
+
+/// Certificates of a cluster secured with mutual TLS: the same three flags
+/// (or variables) for the scheduler, the executors and clients.
+#[derive(Debug, Args)]
+pub struct TlsArgs {
+    /// The cluster's CA certificate (PEM). With --tls-cert and --tls-key, every connection of the
+    /// cluster is mutual TLS, and peers must show a certificate this CA signed.
+    #[arg(long, value_name = "FILE", env = "NEARDUP_TLS_CA", requires_all = ["tls_cert", "tls_key"], help_heading = "Cluster TLS")]
+    pub tls_ca: Option<PathBuf>,
+    /// This process's certificate (PEM), for the host name others reach it by, for server and
+    /// client use.
+    #[arg(long, value_name = "FILE", env = "NEARDUP_TLS_CERT", requires_all = ["tls_ca", "tls_key"], help_heading = "Cluster TLS")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", env = "NEARDUP_TLS_KEY", requires_all = ["tls_ca", "tls_cert"], help_heading = "Cluster TLS")]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The files, when given (clap requires all three together).
+    pub fn files(&self) -> Option<TlsFiles> {
+        match (&self.tls_ca, &self.tls_cert, &self.tls_key) {
+            (Some(ca), Some(cert), Some(key)) => Some(TlsFiles { ca: ca.clone(), cert: cert.clone(), key: key.clone() }),
+            _ => None,
+        }
     }
 }
 
@@ -166,6 +206,8 @@ pub struct ExecutorArgs {
     /// Seconds between heartbeats to the scheduler.
     #[arg(long, default_value_t = 60, value_name = "SECS")]
     pub heartbeat_interval: u64,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 impl ExecutorArgs {
@@ -180,6 +222,7 @@ impl ExecutorArgs {
             work_dir: self.work_dir.clone(),
             memory_limit: self.memory_limit.as_deref().map(parse_size).transpose()?,
             heartbeat_interval_secs: self.heartbeat_interval,
+            tls: self.tls.files(),
         })
     }
 }
@@ -199,6 +242,8 @@ pub struct EngineArgs {
     /// Run on a Ballista cluster: the scheduler's address [default: embedded, in this process].
     #[arg(long, value_name = "df://HOST:PORT", env = "NEARDUP_CLUSTER", help_heading = "Engine")]
     pub cluster: Option<String>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
 }
 
 impl EngineArgs {
@@ -208,6 +253,7 @@ impl EngineArgs {
             memory_limit: self.memory_limit.clone(),
             batch_size: self.batch_size,
             cluster: self.cluster.clone(),
+            tls: self.tls.files(),
         }
     }
 }
@@ -469,6 +515,9 @@ pub struct RunArgs {
     /// Run on a Ballista cluster (overrides the file's engine.cluster).
     #[arg(long, value_name = "df://HOST:PORT", env = "NEARDUP_CLUSTER")]
     pub cluster: Option<String>,
+    /// Certificates for a cluster with mutual TLS (override the file's engine.tls).
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// The run id of a store run (overrides the file's store.run_id).
     #[arg(long, value_name = "ID", env = "NEARDUP_RUN_ID")]
     pub run_id: Option<String>,

@@ -3,22 +3,38 @@
 //! ([`crate::session::state`], role [`Role::Cluster`]); a client connects
 //! through [`crate::session::context`]. The scheduler is built without
 //! Ballista's REST API, which would serve session settings over HTTP.
+//!
+//! With certificates ([`crate::tls`]) every endpoint is mutual TLS. Ballista
+//! 55 has no TLS setting for its servers: the scheduler's gRPC server and
+//! the executors' Flight servers are then built here, from Ballista's own
+//! services, and the cluster schedules by pull (the executor's gRPC server,
+//! which the push scheduler calls, has no hook for TLS).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use arrow_flight::flight_service_server::FlightServiceServer;
+use ballista_core::config::TaskSchedulingPolicy;
+use ballista_core::error::BallistaError;
 use ballista_core::extension::SessionConfigExt;
 use ballista_core::registry::BallistaFunctionRegistry;
-use ballista_core::RuntimeProducer;
+use ballista_core::serde::protobuf::scheduler_grpc_server::SchedulerGrpcServer;
+use ballista_core::utils::{create_grpc_server, GrpcServerConfig};
+use ballista_core::{ConfigProducer, RuntimeProducer};
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
+use ballista_executor::flight_service::BallistaFlightService;
+use ballista_executor::shutdown::Shutdown;
+use ballista_executor::ArrowFlightServerProvider;
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
-use ballista_scheduler::scheduler_process::start_server;
+use ballista_scheduler::scheduler_process::{create_scheduler, start_server};
 use datafusion::execution::SessionState;
 use datafusion::prelude::SessionConfig;
+use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 
 use crate::error::{Error, Result};
 use crate::session::{parse_endpoint, runtime_env, state, Role};
+use crate::tls::{Tls, TlsFiles};
 
 /// The session state of the scheduler and executors.
 fn cluster_state(config: SessionConfig) -> datafusion::error::Result<SessionState> {
@@ -30,31 +46,72 @@ fn cluster_state(config: SessionConfig) -> datafusion::error::Result<SessionStat
 pub struct SchedulerOptions {
     pub bind: String,
     pub port: u16,
+    /// The host executors reach the scheduler by, to report on the tasks
+    /// it gave them (default: the bind address, or `localhost` when it
+    /// listens on every interface).
+    pub external_host: Option<String>,
     /// An executor silent for this long is declared lost and its tasks run
     /// elsewhere.
     pub executor_timeout_secs: u64,
+    /// Mutual TLS on the scheduler's port.
+    pub tls: Option<TlsFiles>,
+}
+
+fn ballista_error(e: BallistaError) -> Error {
+    Error::runtime(e.to_string())
 }
 
 /// Run a scheduler until the process is stopped.
 pub async fn run_scheduler(options: SchedulerOptions) -> Result<()> {
-    let SchedulerOptions { bind, port, executor_timeout_secs } = options;
+    let SchedulerOptions { bind, port, external_host, executor_timeout_secs, tls } = options;
     let address: SocketAddr =
         format!("{bind}:{port}").parse().map_err(|e| Error::input(format!("cannot bind to {bind}:{port}: {e}")))?;
     if executor_timeout_secs == 0 {
         return Err(Error::input("--executor-timeout must be at least 1 second"));
     }
-    let config = SchedulerConfig {
+    let tls = tls.as_ref().map(Tls::load).transpose()?;
+    let mut config = SchedulerConfig {
         bind_host: bind.clone(),
         bind_port: port,
+        external_host: external_host.unwrap_or_else(|| match address.ip().is_unspecified() {
+            true => "localhost".into(),
+            false => bind.clone(),
+        }),
         executor_timeout_seconds: executor_timeout_secs,
         expire_dead_executor_interval_seconds: executor_timeout_secs.clamp(1, 15),
         no_executors_grace_period_seconds: executor_timeout_secs,
         ..Default::default()
     }
     .with_override_session_builder(Arc::new(cluster_state));
-    let cluster = BallistaCluster::new_from_config(&config).await.map_err(|e| Error::runtime(e.to_string()))?;
-    eprintln!("neardup: scheduler listening on {address}");
-    start_server(cluster, address, Arc::new(config)).await.map_err(|e| Error::runtime(e.to_string()))
+    if let Some(tls) = &tls {
+        config.scheduling_policy = TaskSchedulingPolicy::PullStaged;
+        config.use_tls = true;
+        config.override_create_grpc_client_endpoint = Some(tls.endpoint_hook());
+    }
+    let cluster = BallistaCluster::new_from_config(&config).await.map_err(ballista_error)?;
+    eprintln!("neardup: scheduler listening on {address}{}", if tls.is_some() { " (mutual TLS)" } else { "" });
+    match tls {
+        None => start_server(cluster, address, Arc::new(config)).await.map_err(ballista_error),
+        Some(tls) => serve_scheduler_tls(cluster, address, Arc::new(config), &tls).await,
+    }
+}
+
+/// The scheduler's gRPC service behind mutual TLS. Ballista's own server
+/// also mounts health routes and an optional Flight proxy; neardup uses
+/// neither.
+async fn serve_scheduler_tls(cluster: BallistaCluster, address: SocketAddr, config: Arc<SchedulerConfig>, tls: &Tls) -> Result<()> {
+    config.validate().map_err(ballista_error)?;
+    let (decoding, encoding) =
+        (config.grpc_server_max_decoding_message_size as usize, config.grpc_server_max_encoding_message_size as usize);
+    let scheduler = create_scheduler::<LogicalPlanNode, PhysicalPlanNode>(cluster, config).await.map_err(ballista_error)?;
+    let service = SchedulerGrpcServer::new(scheduler).max_decoding_message_size(decoding).max_encoding_message_size(encoding);
+    create_grpc_server(&GrpcServerConfig::default())
+        .tls_config(tls.server())
+        .map_err(|e| Error::input(format!("cannot serve TLS with the scheduler's certificate: {e}")))?
+        .add_service(service)
+        .serve(address)
+        .await
+        .map_err(|e| Error::runtime(format!("the scheduler's server on {address} stopped: {e}")))
 }
 
 /// Settings of an executor process.
@@ -70,6 +127,8 @@ pub struct ExecutorOptions {
     pub memory_limit: Option<usize>,
     /// Seconds between heartbeats to the scheduler.
     pub heartbeat_interval_secs: u64,
+    /// Mutual TLS on every connection to and from the executor.
+    pub tls: Option<TlsFiles>,
 }
 
 /// Run an executor until the process is stopped.
@@ -101,8 +160,56 @@ pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
         executor_heartbeat_interval_seconds: options.heartbeat_interval_secs.max(1),
         ..defaults
     };
+    let config = match &options.tls {
+        None => config,
+        Some(files) => with_tls(config, &Tls::load(files)?)?,
+    };
     eprintln!("neardup: executor on {}:{} (flight) and {} (grpc)", options.bind, options.port, options.grpc_port);
-    start_executor_process(Arc::new(config)).await.map_err(|e| Error::runtime(e.to_string()))
+    start_executor_process(Arc::new(config)).await.map_err(ballista_error)
+}
+
+/// An executor of a secured cluster: it asks the scheduler for work (pull),
+/// serves Flight behind mutual TLS, and its tasks fetch shuffles from the
+/// other executors over TLS with its certificate.
+fn with_tls(config: ExecutorProcessConfig, tls: &Tls) -> Result<ExecutorProcessConfig> {
+    if config.external_host.is_none() {
+        return Err(Error::input(
+            "an executor of a TLS cluster needs --external-host: the name in its certificate, by which the scheduler, \
+             clients and other executors reach it",
+        ));
+    }
+    let hook = tls.endpoint_hook();
+    let task_hook = hook.clone();
+    let tasks: ConfigProducer = Arc::new(move || {
+        SessionConfig::new_with_ballista().with_ballista_use_tls(true).with_ballista_override_create_grpc_client_endpoint(task_hook.clone())
+    });
+    Ok(ExecutorProcessConfig {
+        task_scheduling_policy: TaskSchedulingPolicy::PullStaged,
+        override_create_grpc_client_endpoint: Some(hook),
+        override_config_producer: Some(tasks),
+        override_arrow_flight_service: Some(flight_server(tls.clone(), config.grpc_max_decoding_message_size, config.grpc_max_encoding_message_size)),
+        ..config
+    })
+}
+
+/// Ballista's Flight service (results and shuffle files of the executor's
+/// work folder) behind mutual TLS.
+fn flight_server(tls: Tls, decoding: u32, encoding: u32) -> Arc<ArrowFlightServerProvider> {
+    Arc::new(move |work_dir: String, address: SocketAddr, mut shutdown: Shutdown, settings: GrpcServerConfig| {
+        let tls = tls.server();
+        tokio::spawn(async move {
+            let service = FlightServiceServer::new(BallistaFlightService::new(work_dir))
+                .max_decoding_message_size(decoding as usize)
+                .max_encoding_message_size(encoding as usize);
+            create_grpc_server(&settings)
+                .tls_config(tls)
+                .map_err(BallistaError::TonicError)?
+                .add_service(service)
+                .serve_with_shutdown(address, shutdown.recv())
+                .await
+                .map_err(BallistaError::TonicError)
+        })
+    })
 }
 
 #[cfg(test)]

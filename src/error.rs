@@ -47,7 +47,7 @@ impl Error {
     }
 
     /// The same error, coming from `source`.
-    fn from_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Error {
+    pub fn from_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Error {
         self.source = Some(Box::new(source));
         self
     }

@@ -36,5 +36,6 @@ pub mod setjoin;
 pub mod shell;
 pub mod storage;
 pub mod text;
+pub mod tls;
 pub mod udf;
 pub mod weight;

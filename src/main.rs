@@ -119,6 +119,9 @@ async fn run(cli: Cli) -> Result<Done, Error> {
             if args.cluster.is_some() {
                 spec.engine.cluster = args.cluster.clone();
             }
+            if let Some(tls) = args.tls.files() {
+                spec.engine.tls = Some(tls);
+            }
             spec.apply_run_id(args.run_id.clone())?;
             let summary = run_dedup(&spec, &args.run.options(args.quiet)).await?;
             report(&summary, args.json)?;

@@ -15,13 +15,13 @@ use std::sync::Arc;
 use datafusion::execution::disk_manager::DiskManagerBuilder;
 use datafusion::execution::memory_pool::{FairSpillPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
-use ballista::prelude::SessionContextExt;
-use ballista_core::extension::SessionConfigExt;
+use ballista_core::extension::{SessionConfigExt, SessionStateExt};
 use datafusion::execution::{SessionState, SessionStateBuilder};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::tls::{Tls, TlsFiles};
 
 /// Engine settings of a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +36,8 @@ pub struct EngineOptions {
     pub batch_size: Option<usize>,
     /// Run on the Ballista cluster whose scheduler is at this URL (df://HOST:PORT).
     pub cluster: Option<String>,
+    /// Certificates for a cluster secured with mutual TLS.
+    pub tls: Option<TlsFiles>,
 }
 
 /// Parse a size such as `512M`, `2G`, `1.5GiB` or `1000000` (bytes).
@@ -116,7 +118,8 @@ pub async fn context(options: &EngineOptions) -> Result<SessionContext> {
                      each executor's --memory-limit bounds its tasks"
                 );
             }
-            connect(url, session_config(options)?).await
+            let tls = options.tls.as_ref().map(Tls::load).transpose()?;
+            connect(url, session_config(options)?, tls.as_ref()).await
         }
         None => new_context(options),
     }
@@ -170,16 +173,27 @@ pub fn parse_endpoint(endpoint: &str, default_port: u16) -> Result<(String, u16)
     Ok((host.to_string(), port))
 }
 
-/// A client session whose queries run on the cluster at `url`.
-async fn connect(url: &str, config: SessionConfig) -> Result<SessionContext> {
+/// A client session whose queries run on the cluster at `url`, over mutual
+/// TLS with `tls` (the scheduler's port and the executors' Flight ports).
+async fn connect(url: &str, config: SessionConfig, tls: Option<&Tls>) -> Result<SessionContext> {
     let (host, port) = parse_endpoint(url, 50050)?;
     // The static distributed planner: Ballista 55's adaptive planner (on by
     // default, marked experimental) planned stage after stage without end on
     // the clusters statement; see docs/design.md.
-    let config = config.upgrade_for_ballista().set_str(ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED, "false");
-    let ctx = SessionContext::remote_with_state(&format!("df://{host}:{port}"), state(Role::Client, config)?)
-        .await
+    let mut config = config.upgrade_for_ballista().set_str(ballista_core::config::BALLISTA_ADAPTIVE_PLANNER_ENABLED, "false");
+    let scheme = match tls {
+        None => "http",
+        Some(tls) => {
+            config = config.with_ballista_use_tls(true).with_ballista_override_create_grpc_client_endpoint(tls.endpoint_hook());
+            "https"
+        }
+    };
+    let scheduler = format!("{scheme}://{host}:{port}");
+    check_scheduler(&scheduler, tls).await.map_err(|e| e.context(format!("the scheduler at {host}:{port}")))?;
+    let state = state(Role::Client, config)?
+        .upgrade_for_ballista(scheduler)
         .map_err(|e| Error::runtime(format!("cannot reach the scheduler at {host}:{port}: {e}")))?;
+    let ctx = SessionContext::new_with_state(state);
     // Ballista replaces the state's function lists with its own: register ours again.
     for f in crate::udf::scalar_functions() {
         ctx.register_udf(f.as_ref().clone());
@@ -188,6 +202,48 @@ async fn connect(url: &str, config: SessionConfig) -> Result<SessionContext> {
         ctx.register_udaf(f.as_ref().clone());
     }
     Ok(ctx)
+}
+
+/// Ask the scheduler at `url` something harmless (the status of a job that
+/// does not exist), so that a scheduler that is not there, or certificates
+/// that one side refuses, are said before any work and in these terms
+/// rather than as a failed query.
+async fn check_scheduler(url: &str, tls: Option<&Tls>) -> Result<()> {
+    use ballista_core::serde::protobuf::{scheduler_grpc_client::SchedulerGrpcClient, GetJobStatusParams};
+    let settings = ballista_core::utils::GrpcClientConfig::default();
+    let mut endpoint = ballista_core::utils::create_grpc_client_endpoint(url.to_string(), Some(&settings))
+        .map_err(|e| Error::input(format!("'{url}' is not a scheduler address: {e}")))?;
+    if let Some(tls) = tls {
+        endpoint = (tls.endpoint_hook())(endpoint).map_err(|e| Error::input(format!("cannot use TLS for '{url}': {e}")))?;
+    }
+    let answer = match endpoint.connect().await {
+        Ok(channel) => SchedulerGrpcClient::new(channel).get_job_status(GetJobStatusParams { job_id: "neardup-check".into() }).await.map(drop),
+        Err(e) => Err(tonic::Status::from_error(Box::new(e))),
+    };
+    answer.map_err(|status| unreachable_scheduler(status, tls.is_some()))
+}
+
+/// Why a scheduler did not answer, in the user's terms. A TLS alert or a
+/// record that is not TLS (an I/O error of kind `InvalidData`) means the
+/// certificates or the TLS settings of the two sides disagree: retrying
+/// will not help.
+fn unreachable_scheduler(status: tonic::Status, tls: bool) -> Error {
+    let refused_tls = crate::error::chain(&status)
+        .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::InvalidData));
+    let error = if tls && refused_tls {
+        Error::input(
+            "the TLS handshake failed: check that --tls-ca is the cluster's CA, that --tls-cert was signed by it, \
+             that the scheduler's certificate names the host in --cluster, and that the scheduler runs with TLS",
+        )
+    } else if tls {
+        Error::runtime("no answer over TLS: is the scheduler running, with TLS, at that address?")
+    } else {
+        Error::runtime(
+            "no answer: is the scheduler running at that address? A cluster with TLS needs --tls-ca, --tls-cert \
+             and --tls-key (or NEARDUP_TLS_CA, NEARDUP_TLS_CERT, NEARDUP_TLS_KEY)",
+        )
+    };
+    error.from_source(status)
 }
 
 /// `ctx`, with hash joins preferred: for a statement whose join has one side

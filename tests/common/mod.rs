@@ -2,6 +2,8 @@
 //! Parquet outputs back, and find the shared real-text folder.
 #![allow(dead_code)]
 
+pub mod cluster;
+pub mod gcs;
 pub mod s3;
 
 use std::collections::BTreeSet;

@@ -21,11 +21,16 @@ impl Drop for S3 {
 }
 
 pub fn start_s3() -> Option<S3> {
+    start_s3_on("127.0.0.1")
+}
+
+/// The server listening on `host` (an address of this machine).
+pub fn start_s3_on(host: &str) -> Option<S3> {
     let Ok(python) = std::env::var("NEARDUP_PYTHON") else {
         eprintln!("SKIPPED: no S3 server (set NEARDUP_PYTHON to a python with moto and boto3; tests/run.sh does)");
         return None;
     };
-    let (child, info) = start_server(&python, "tests/s3_server.py", &[]);
+    let (child, info) = start_server(&python, "tests/s3_server.py", &["--host", host]);
     Some(S3 {
         child,
         endpoint: info["endpoint"].as_str().unwrap().into(),
@@ -98,4 +103,18 @@ pub fn get_object(s3: &S3, key: &str) -> String {
         .output()
         .unwrap();
     ok(&out)
+}
+
+/// The MD5 of every object under `prefix`, by key below it.
+pub fn object_md5s(s3: &S3, prefix: &str) -> std::collections::BTreeMap<String, String> {
+    let out = Command::new(std::env::var("NEARDUP_PYTHON").unwrap())
+        .args(["-c", &format!(
+            "import boto3,hashlib; c=boto3.client('s3',endpoint_url='{}',region_name='us-east-1',aws_access_key_id='{}',aws_secret_access_key='{}'); \
+             keys=[o['Key'] for p in c.get_paginator('list_objects_v2').paginate(Bucket='archive',Prefix='{prefix}') for o in p.get('Contents',[])]; \
+             print('\\n'.join(k[len('{prefix}'):]+' '+hashlib.md5(c.get_object(Bucket='archive',Key=k)['Body'].read()).hexdigest() for k in keys))",
+            s3.endpoint, s3.access_key, s3.secret_key
+        )])
+        .output()
+        .unwrap();
+    ok(&out).lines().filter_map(|l| l.rsplit_once(' ')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
