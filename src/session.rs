@@ -223,25 +223,27 @@ async fn check_scheduler(url: &str, tls: Option<&Tls>) -> Result<()> {
     answer.map_err(|status| unreachable_scheduler(status, tls.is_some()))
 }
 
-/// Why a scheduler did not answer, in the user's terms. A TLS alert or a
-/// record that is not TLS (an I/O error of kind `InvalidData`) means the
-/// certificates or the TLS settings of the two sides disagree: retrying
-/// will not help.
+/// Why a scheduler did not answer, in the user's terms. Over TLS, a
+/// connection that was made and then failed (a TLS alert, a record that is
+/// not TLS, or the server closing it, which is how a refused client
+/// certificate often shows) means the two sides' certificates or TLS
+/// settings disagree: retrying will not help.
 fn unreachable_scheduler(status: tonic::Status, tls: bool) -> Error {
-    let refused_tls = crate::error::chain(&status)
-        .any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::InvalidData));
-    let error = if tls && refused_tls {
-        Error::input(
-            "the TLS handshake failed: check that --tls-ca is the cluster's CA, that --tls-cert was signed by it, \
+    use std::io::ErrorKind::{AddrNotAvailable, ConnectionRefused, HostUnreachable, NetworkUnreachable, TimedOut};
+    let not_connected = crate::error::chain(&status).any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| matches!(io.kind(), ConnectionRefused | TimedOut | HostUnreachable | NetworkUnreachable | AddrNotAvailable))
+    });
+    let error = match (tls, not_connected) {
+        (true, false) => Error::input(
+            "the TLS connection failed: check that --tls-ca is the cluster's CA, that --tls-cert was signed by it, \
              that the scheduler's certificate names the host in --cluster, and that the scheduler runs with TLS",
-        )
-    } else if tls {
-        Error::runtime("no answer over TLS: is the scheduler running, with TLS, at that address?")
-    } else {
-        Error::runtime(
+        ),
+        (true, true) => Error::runtime("no answer: is the scheduler running at that address?"),
+        (false, _) => Error::runtime(
             "no answer: is the scheduler running at that address? A cluster with TLS needs --tls-ca, --tls-cert \
              and --tls-key (or NEARDUP_TLS_CA, NEARDUP_TLS_CERT, NEARDUP_TLS_KEY)",
-        )
+        ),
     };
     error.from_source(status)
 }

@@ -225,27 +225,7 @@ fn two_nights_at_once_on_a_gcs_store_take_turns() {
             .collect()
     };
     ok(&gcs.neardup(&args(&night_args(NIGHTS[0]))));
-    let children: Vec<_> = (0..2)
-        .map(|_| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
-                .args(night_args(NIGHTS[1]))
-                .envs(gcs.env())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let mut finished = 0;
-    for child in children {
-        let o = child.wait_with_output().unwrap();
-        match o.status.code() {
-            Some(0) => finished += 1,
-            Some(1) => assert!(stderr(&o).contains("is held by run '2026-11-02'"), "{}", stderr(&o)),
-            other => panic!("exit {other:?}: {}", stderr(&o)),
-        }
-    }
-    assert!(finished >= 1);
+    twice_at_once(&night_args(NIGHTS[1]), &gcs.env(), "run '2026-11-02'");
     let objects = gcs.list("lease-store/");
     assert!(!objects.iter().any(|o| o.ends_with("_lease.json")), "the lease is given back: {objects:?}");
     assert!(objects.contains(&"lease-store/runs/run=2026-11-02/_SUCCESS".to_string()), "{objects:?}");

@@ -4,7 +4,8 @@
 //! namespace of their own, where /tmp is a private tmpfs: their work and
 //! temp folders, which no other process can see. Every input, output and
 //! store lives in the S3-compatible server. A `dedup` and two store nights
-//! must give the embedded run's bytes.
+//! must give the embedded run's bytes, and a `dedup` on the same hosts with
+//! mutual TLS too.
 //!
 //! Needs root (network namespaces); skipped with a message otherwise.
 
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::s3::{object_md5s, start_s3_on, S3};
+use common::tls::Certs;
 use common::*;
 
 /// Network namespaces joined by a bridge: host `i` is `NS-i` at `PREFIX.(10+i)`,
@@ -123,15 +125,19 @@ fn wait_for(address: &str) {
 const SCHEDULER: usize = 0;
 const CLIENT: usize = 3;
 
-/// The scheduler on host 0 and executors on hosts 1 and 2.
-fn start_cluster(hosts: &Hosts, env: &[(&'static str, String)]) -> (Processes, String) {
+/// The scheduler on host 0 and executors on hosts 1 and 2, with mutual TLS
+/// when `tls` gives the certificate flags.
+fn start_cluster(hosts: &Hosts, env: &[(&'static str, String)], tls: &[String]) -> (Processes, String) {
     let logs = tempfile::tempdir().unwrap();
     let spawn = |mut c: Command, name: &str| {
         let log = std::fs::File::create(logs.path().join(format!("{name}.log"))).unwrap();
         c.env("NEARDUP_LOG", "info").stdout(Stdio::null()).stderr(log).spawn().unwrap()
     };
     let scheduler = format!("{}:50050", hosts.address(SCHEDULER));
-    let mut processes = vec![spawn(hosts.neardup(SCHEDULER, &["scheduler", "--bind", &hosts.address(SCHEDULER), "--port", "50050"], env), "scheduler")];
+    let tls: Vec<&str> = tls.iter().map(String::as_str).collect();
+    let bind = hosts.address(SCHEDULER);
+    let args = [&["scheduler", "--bind", &bind, "--port", "50050"][..], &tls].concat();
+    let mut processes = vec![spawn(hosts.neardup(SCHEDULER, &args, env), "scheduler")];
     wait_for(&scheduler);
     for i in [1, 2] {
         let me = hosts.address(i);
@@ -139,7 +145,7 @@ fn start_cluster(hosts: &Hosts, env: &[(&'static str, String)]) -> (Processes, S
             "executor", "--scheduler", &scheduler, "--bind", &me, "--external-host", &me, "--port", "50051", "--grpc-port", "50052",
             "--concurrency", "2", "--work-dir", "/tmp/work",
         ];
-        processes.push(spawn(hosts.neardup(i, &args, env), &format!("executor-{i}")));
+        processes.push(spawn(hosts.neardup(i, &[&args[..], &tls].concat(), env), &format!("executor-{i}")));
         wait_for(&format!("{me}:50051"));
     }
     // Executors register with their first heartbeat.
@@ -199,7 +205,7 @@ fn hosts_that_share_only_the_object_store_give_the_embedded_bytes() {
         ));
     }
     let env = s3.env();
-    let (_cluster, url) = start_cluster(&hosts, &env);
+    let (cluster, url) = start_cluster(&hosts, &env, &[]);
 
     // A one-shot dedup, from the client's host, and embedded here.
     fn dedup<'a>(out: &'a str, cluster: &[&'a str]) -> Vec<&'a str> {
@@ -225,4 +231,14 @@ fn hosts_that_share_only_the_object_store_give_the_embedded_bytes() {
     }
     same_objects(&s3, "reports-cluster/2026-11-02/", "reports-embedded/2026-11-02/", 3);
     same_objects(&s3, "store-cluster/runs/", "store-embedded/runs/", 2);
+
+    // The same hosts with certificates: mutual TLS between them, the same bytes.
+    drop(cluster);
+    let addresses: Vec<String> = (0..hosts.count).map(|i| format!("IP:{}", hosts.address(i))).collect();
+    let Some(certs) = Certs::make(&addresses.join(",")) else { return };
+    let (_secured, url) = start_cluster(&hosts, &env, &certs.flags("node"));
+    let client = certs.flags("client");
+    let on_cluster: Vec<&str> = ["--cluster", &url].into_iter().chain(client.iter().map(String::as_str)).collect();
+    succeeded(finished(hosts.neardup(CLIENT, &dedup("s3://archive/out/secured", &on_cluster), &env)));
+    same_objects(&s3, "out/secured/", "out/embedded/", 3);
 }

@@ -275,27 +275,7 @@ fn two_nights_at_once_on_a_bucket_store_take_turns() {
          "-o", &format!("{}/{{run_id}}", reports.display())].iter().map(|s| s.to_string()).collect()
     };
     ok(&s3.neardup(&args("2026-11-01").iter().map(String::as_str).collect::<Vec<_>>()));
-    let children: Vec<_> = (0..2)
-        .map(|_| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
-                .args(args("2026-11-02"))
-                .envs(s3.env())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let mut finished = 0;
-    for child in children {
-        let o = child.wait_with_output().unwrap();
-        match o.status.code() {
-            Some(0) => finished += 1,
-            Some(1) => assert!(stderr(&o).contains("is held by run '2026-11-02'"), "{}", stderr(&o)),
-            other => panic!("exit {other:?}: {}", stderr(&o)),
-        }
-    }
-    assert!(finished >= 1);
+    twice_at_once(&args("2026-11-02"), &s3.env(), "run '2026-11-02'");
     let objects = list_objects(&s3, "lease-store/");
     assert!(!objects.iter().any(|o| o.ends_with("_lease.json")), "the lease is given back: {objects:?}");
     assert!(objects.contains(&"lease-store/runs/run=2026-11-02/_SUCCESS".to_string()), "{objects:?}");

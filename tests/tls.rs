@@ -4,63 +4,13 @@
 //! without one, or with one of another CA, is refused, and so is a bare TLS
 //! connection without a certificate to any port of the cluster.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
 use common::cluster::*;
+use common::tls::Certs;
 use common::*;
-
-/// A CA, and certificates for 127.0.0.1 made with openssl.
-struct Certs {
-    dir: tempfile::TempDir,
-}
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let o = Command::new("openssl").args(args).current_dir(dir).output().expect("openssl");
-    assert!(o.status.success(), "openssl {}: {}", args.join(" "), String::from_utf8_lossy(&o.stderr));
-}
-
-impl Certs {
-    fn make() -> Option<Certs> {
-        if Command::new("openssl").arg("version").output().is_err() {
-            eprintln!("SKIPPED: no openssl to make the test's CA");
-            return None;
-        }
-        let certs = Certs { dir: tempfile::tempdir().unwrap() };
-        let d = certs.dir.path();
-        // Leaf certificates serve as server and client, for the loopback address.
-        std::fs::write(d.join("leaf.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n").unwrap();
-        for ca in ["ca", "other-ca"] {
-            openssl(d, &[
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", &format!("{ca}.key"),
-                "-out", &format!("{ca}.pem"), "-days", "2", "-subj", &format!("/CN=neardup test {ca}"),
-                "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-            ]);
-        }
-        for (leaf, ca) in [("node", "ca"), ("client", "ca"), ("stranger", "other-ca")] {
-            openssl(d, &[
-                "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", &format!("{leaf}.key"),
-                "-out", &format!("{leaf}.csr"), "-subj", "/CN=127.0.0.1",
-            ]);
-            openssl(d, &[
-                "x509", "-req", "-in", &format!("{leaf}.csr"), "-CA", &format!("{ca}.pem"), "-CAkey", &format!("{ca}.key"),
-                "-CAcreateserial", "-out", &format!("{leaf}.pem"), "-days", "2", "-extfile", "leaf.ext",
-            ]);
-        }
-        Some(certs)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// The flags of a process showing certificate `leaf`, trusting the CA.
-    fn flags(&self, leaf: &str) -> Vec<String> {
-        let p = |n: String| self.path(&n).display().to_string();
-        vec!["--tls-ca".into(), p("ca.pem".into()), "--tls-cert".into(), p(format!("{leaf}.pem")), "--tls-key".into(), p(format!("{leaf}.key"))]
-    }
-}
 
 /// A TLS handshake to `port` without a client certificate, then a read:
 /// "refused" when the server demands a certificate, "accepted" otherwise.
@@ -83,7 +33,7 @@ fn refused(o: &Output, out: &Path, code: i32, says: &str) {
 
 #[test]
 fn a_cluster_with_certificates_lets_no_one_else_in() {
-    let Some(certs) = Certs::make() else { return };
+    let Some(certs) = Certs::make("IP:127.0.0.1,DNS:localhost") else { return };
     let cluster = start_cluster_with(2, None, &[], Some(&certs.flags("node")));
     let dir = tempfile::tempdir().unwrap();
     let news = format!("news={}", sample("news.parquet"));
@@ -110,7 +60,13 @@ fn a_cluster_with_certificates_lets_no_one_else_in() {
     refused(&dedup(&plain, &on_cluster(None)), &plain, 1, "A cluster with TLS needs --tls-ca");
     let stranger = dir.path().join("stranger");
     // (It trusts the cluster's CA, but its own certificate is of another.)
-    refused(&dedup(&stranger, &on_cluster(Some("stranger"))), &stranger, 2, "the TLS handshake failed");
+    refused(&dedup(&stranger, &on_cluster(Some("stranger"))), &stranger, 2, "the TLS connection failed");
+
+    // Nothing listening there: a scheduler that is not running, exit 1 (retry).
+    let nowhere = format!("df://127.0.0.1:{}", free_port());
+    let args = [&["sql".to_string(), "-c".into(), "SELECT 1".into(), "--cluster".into(), nowhere][..], &certs.flags("client")].concat();
+    let o = neardup(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    exits_with(&o, 1, &["no answer: is the scheduler running at that address?"]);
 
     // No port of the cluster completes a request without a certificate.
     let scheduler_port: u16 = cluster.url.rsplit(':').next().unwrap().parse().unwrap();

@@ -100,22 +100,6 @@ impl Gcs {
         pem.lines().nth(3).unwrap().to_string()
     }
 
-    pub fn sql_csv(&self, tables: &[&str], query: &str) -> String {
-        let mut args = vec!["sql", "--format", "csv", "-c", query];
-        for t in tables {
-            args.extend(["--table", t]);
-        }
-        ok(&self.neardup(&args))
-    }
-
-    /// Copy the sample corpus to gs://archive/crawl/{news,reprints}.parquet (through neardup).
-    pub fn upload_sample(&self) {
-        for name in ["news", "reprints"] {
-            let table = format!("t={}", sample(&format!("{name}.parquet")));
-            self.sql_csv(&[&table], &format!("COPY (SELECT * FROM t) TO 'gs://archive/crawl/{name}.parquet' STORED AS PARQUET"));
-        }
-    }
-
     /// One request to fake-gcs-server itself: (status, body).
     fn upstream_request(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Vec<u8>) {
         let address = self.upstream.trim_start_matches("http://");
@@ -201,4 +185,14 @@ pub fn files(dir: &Path) -> std::collections::BTreeMap<String, (usize, u64)> {
 /// The Parquet files below `dir` (see [`files`]).
 pub fn parquet_files(dir: &Path) -> std::collections::BTreeMap<String, (usize, u64)> {
     files(dir).into_iter().filter(|(k, _)| k.ends_with(".parquet")).collect()
+}
+
+impl super::Bucket for Gcs {
+    fn run(&self, args: &[&str]) -> Output {
+        self.neardup(args)
+    }
+
+    fn root(&self) -> &'static str {
+        "gs://archive"
+    }
 }

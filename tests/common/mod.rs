@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod gcs;
 pub mod s3;
+pub mod tls;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -162,4 +163,59 @@ pub fn planned_steps(plan: &str) -> BTreeSet<String> {
 /// The steps a run's summary timed.
 pub fn timed_steps(out: &Path) -> BTreeSet<String> {
     summary(out)["timings_ms"].as_object().expect("timings").keys().cloned().collect()
+}
+
+/// A storage server on loopback that tests run neardup against.
+pub trait Bucket {
+    /// `neardup ARGS` with the server's credentials.
+    fn run(&self, args: &[&str]) -> Output;
+
+    /// The tests' bucket as a URL: s3://archive, gs://archive.
+    fn root(&self) -> &'static str;
+
+    /// A query's result as CSV, over tables given as `NAME=URL`.
+    fn sql_csv(&self, tables: &[&str], query: &str) -> String {
+        let mut args = vec!["sql", "--format", "csv", "-c", query];
+        for t in tables {
+            args.extend(["--table", t]);
+        }
+        ok(&self.run(&args))
+    }
+
+    /// Copy the sample corpus to ROOT/crawl/{news,reprints}.parquet (through neardup).
+    fn upload_sample(&self) {
+        for name in ["news", "reprints"] {
+            let table = format!("t={}", sample(&format!("{name}.parquet")));
+            let root = self.root();
+            self.sql_csv(&[&table], &format!("COPY (SELECT * FROM t) TO '{root}/crawl/{name}.parquet' STORED AS PARQUET"));
+        }
+    }
+}
+
+/// Run `neardup ARGS` twice at once with `env`, as an orchestrator's retry
+/// overlapping a slow night would: each run finishes, or is turned away
+/// with exit code 1 because the other holds the store's lease (its message
+/// names `holder`), and at least one finishes.
+pub fn twice_at_once(args: &[String], env: &[(&'static str, String)], holder: &str) {
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_neardup"))
+                .args(args)
+                .envs(env.iter().cloned())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut finished = 0;
+    for child in children {
+        let o = child.wait_with_output().unwrap();
+        match o.status.code() {
+            Some(0) => finished += 1,
+            Some(1) => assert!(stderr(&o).contains(&format!("is held by {holder}")), "{}", stderr(&o)),
+            other => panic!("exit {other:?}: {}", stderr(&o)),
+        }
+    }
+    assert!(finished >= 1, "neither run finished");
 }

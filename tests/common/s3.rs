@@ -63,22 +63,6 @@ impl S3 {
     pub fn neardup(&self, args: &[&str]) -> Output {
         self.neardup_with(&self.secret_key.clone(), args)
     }
-
-    pub fn sql_csv(&self, tables: &[&str], query: &str) -> String {
-        let mut args = vec!["sql", "--format", "csv", "-c", query];
-        for t in tables {
-            args.extend(["--table", t]);
-        }
-        ok(&self.neardup(&args))
-    }
-
-    /// Copy the sample corpus to s3://archive/crawl/{news,reprints}.parquet.
-    pub fn upload_sample(&self) {
-        for name in ["news", "reprints"] {
-            let table = format!("t={}", sample(&format!("{name}.parquet")));
-            self.sql_csv(&[&table], &format!("COPY (SELECT * FROM t) TO 's3://archive/crawl/{name}.parquet' STORED AS PARQUET"));
-        }
-    }
 }
 
 pub fn list_objects(s3: &S3, prefix: &str) -> Vec<String> {
@@ -117,4 +101,14 @@ pub fn object_md5s(s3: &S3, prefix: &str) -> std::collections::BTreeMap<String, 
         .output()
         .unwrap();
     ok(&out).lines().filter_map(|l| l.rsplit_once(' ')).map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+impl super::Bucket for S3 {
+    fn run(&self, args: &[&str]) -> Output {
+        self.neardup(args)
+    }
+
+    fn root(&self) -> &'static str {
+        "s3://archive"
+    }
 }
