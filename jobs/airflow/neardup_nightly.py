@@ -134,7 +134,7 @@ def neardup_nightly():
     # run_pod = KubernetesPodOperator(
     #     task_id="run",
     #     name="neardup-nightly",
-    #     image="registry.example.com/neardup:latest",
+    #     image="localhost/neardup:0.1.0",  # the Containerfile's image, pushed to your registry
     #     cmds=["neardup"],
     #     arguments=["run", "/etc/neardup/nightly.toml", "--run-id", "{{ ds }}", "--log-format", "json"],
     #     env_from=[k8s.V1EnvFromSource(secret_ref=k8s.V1SecretEnvSource(name="neardup-store-credentials"))],
