@@ -21,7 +21,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ballista_core::config::BallistaConfig;
 use ballista_core::extension::EndpointOverrideFn;
 use ballista_core::utils::{create_grpc_client_endpoint, GrpcClientConfig};
 use serde::{Deserialize, Serialize};
@@ -103,7 +102,7 @@ impl Tls {
 /// client endpoints (timeouts, keep-alive, windows).
 fn as_https(endpoint: &Endpoint) -> std::result::Result<Endpoint, Box<dyn std::error::Error + Send + Sync>> {
     let authority = endpoint.uri().authority().ok_or_else(|| format!("'{}' names no host", endpoint.uri()))?;
-    let settings = GrpcClientConfig::from(&BallistaConfig::default());
+    let settings = GrpcClientConfig::default();
     Ok(create_grpc_client_endpoint(format!("https://{authority}"), Some(&settings))?)
 }
 

@@ -9,12 +9,12 @@
 //!
 //! Needs root (network namespaces); skipped with a message otherwise.
 
-use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 mod common;
+use common::cluster::{wait_for, Cluster};
 use common::s3::{object_md5s, start_s3_on, S3};
 use common::tls::Certs;
 use common::*;
@@ -97,37 +97,12 @@ impl Drop for Hosts {
     }
 }
 
-/// Processes killed when the test ends; their logs shown if it failed.
-struct Processes(Vec<Child>, tempfile::TempDir);
-
-impl Drop for Processes {
-    fn drop(&mut self) {
-        for p in &mut self.0 {
-            let _ = p.kill();
-            let _ = p.wait();
-        }
-        if std::thread::panicking() {
-            for entry in std::fs::read_dir(self.1.path()).unwrap().flatten() {
-                eprintln!("--- {}\n{}", entry.path().display(), std::fs::read_to_string(entry.path()).unwrap_or_default());
-            }
-        }
-    }
-}
-
-fn wait_for(address: &str) {
-    let start = Instant::now();
-    while TcpStream::connect(address).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(30), "nothing listens on {address}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 const SCHEDULER: usize = 0;
 const CLIENT: usize = 3;
 
 /// The scheduler on host 0 and executors on hosts 1 and 2, with mutual TLS
 /// when `tls` gives the certificate flags.
-fn start_cluster(hosts: &Hosts, env: &[(&'static str, String)], tls: &[String]) -> (Processes, String) {
+fn start_cluster(hosts: &Hosts, env: &[(&'static str, String)], tls: &[String]) -> Cluster {
     let logs = tempfile::tempdir().unwrap();
     let spawn = |mut c: Command, name: &str| {
         let log = std::fs::File::create(logs.path().join(format!("{name}.log"))).unwrap();
@@ -150,7 +125,7 @@ fn start_cluster(hosts: &Hosts, env: &[(&'static str, String)], tls: &[String]) 
     }
     // Executors register with their first heartbeat.
     std::thread::sleep(Duration::from_secs(2));
-    (Processes(processes, logs), format!("df://{scheduler}"))
+    Cluster::of(processes, format!("df://{scheduler}"), vec![], logs)
 }
 
 /// Run `command` to its end, or fail the test after `LIMIT` (a client
@@ -205,7 +180,8 @@ fn hosts_that_share_only_the_object_store_give_the_embedded_bytes() {
         ));
     }
     let env = s3.env();
-    let (cluster, url) = start_cluster(&hosts, &env, &[]);
+    let cluster = start_cluster(&hosts, &env, &[]);
+    let url = cluster.url.clone();
 
     // A one-shot dedup, from the client's host, and embedded here.
     fn dedup<'a>(out: &'a str, cluster: &[&'a str]) -> Vec<&'a str> {
@@ -236,9 +212,9 @@ fn hosts_that_share_only_the_object_store_give_the_embedded_bytes() {
     drop(cluster);
     let addresses: Vec<String> = (0..hosts.count).map(|i| format!("IP:{}", hosts.address(i))).collect();
     let Some(certs) = Certs::make(&addresses.join(",")) else { return };
-    let (_secured, url) = start_cluster(&hosts, &env, &certs.flags("node"));
+    let secured = start_cluster(&hosts, &env, &certs.flags("node"));
     let client = certs.flags("client");
-    let on_cluster: Vec<&str> = ["--cluster", &url].into_iter().chain(client.iter().map(String::as_str)).collect();
+    let on_cluster: Vec<&str> = ["--cluster", secured.url.as_str()].into_iter().chain(client.iter().map(String::as_str)).collect();
     succeeded(finished(hosts.neardup(CLIENT, &dedup("s3://archive/out/secured", &on_cluster), &env)));
     same_objects(&s3, "out/secured/", "out/embedded/", 3);
 }

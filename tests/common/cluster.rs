@@ -18,6 +18,11 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// A cluster of `processes`, whose logs (`NAME.log`) are in `dir`.
+    pub fn of(processes: Vec<Child>, url: String, flight_ports: Vec<u16>, dir: tempfile::TempDir) -> Cluster {
+        Cluster { processes, url, flight_ports, _dir: dir }
+    }
+
     /// Everything the scheduler and executors logged so far.
     pub fn logs(&self) -> String {
         let mut all = String::new();
@@ -39,10 +44,12 @@ impl Drop for Cluster {
         }
         // A failed test shows what the cluster said.
         if std::thread::panicking() {
-            for log in ["scheduler", "executor-0", "executor-1"] {
-                let text = std::fs::read_to_string(self._dir.path().join(format!("{log}.log"))).unwrap_or_default();
+            let mut logs: Vec<_> = std::fs::read_dir(self._dir.path()).unwrap().flatten().map(|e| e.path()).collect();
+            logs.sort();
+            for log in logs.iter().filter(|p| p.extension().is_some_and(|e| e == "log")) {
+                let text = std::fs::read_to_string(log).unwrap_or_default();
                 let tail: Vec<&str> = text.lines().rev().take(40).collect();
-                eprintln!("--- last lines of {log}.log ---");
+                eprintln!("--- last lines of {} ---", log.display());
                 for line in tail.iter().rev() {
                     eprintln!("{line}");
                 }
@@ -56,9 +63,14 @@ pub fn free_port() -> u16 {
 }
 
 pub fn wait_for_port(port: u16) {
+    wait_for(&format!("127.0.0.1:{port}"));
+}
+
+/// Wait until something listens on `address` (HOST:PORT), at most 30 s.
+pub fn wait_for(address: &str) {
     let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(30), "nothing listens on port {port}");
+    while TcpStream::connect(address).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(30), "nothing listens on {address}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -124,7 +136,7 @@ pub fn start_cluster_with(executors: usize, executor_timeout: Option<u64>, env: 
     }
     // Executors register with their first heartbeat (or poll).
     std::thread::sleep(Duration::from_secs(2));
-    let mut cluster = Cluster { processes, url: format!("df://{scheduler}"), flight_ports, _dir: dir };
+    let mut cluster = Cluster::of(processes, format!("df://{scheduler}"), flight_ports, dir);
     for (i, p) in cluster.processes.iter_mut().enumerate() {
         assert!(p.try_wait().unwrap().is_none(), "cluster process {i} exited at start (a port taken meanwhile?)");
     }
