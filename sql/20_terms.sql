@@ -17,4 +17,4 @@ COPY (
            term_stats(text, title, {{tokenizer}}, {{analyzer_options}}, {{with_pos}}, {{boilerplate}}) AS terms
     FROM documents
   )
-) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '1024')
+) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '1024', 'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')

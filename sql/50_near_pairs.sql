@@ -36,4 +36,4 @@ COPY (
     AND hamming(a.simhash, b.simhash) <= {{k}}
     AND first_common_band(a.simhash, b.simhash, {{k}}, {{m}}) = a.band
   ORDER BY simhash_a, simhash_b
-) TO {{path}} STORED AS PARQUET
+) TO {{path}} STORED AS PARQUET OPTIONS ('format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')

@@ -22,4 +22,4 @@ COPY (
   SELECT k.key, k.simhash, k.tonight, s.members
   FROM shared s
   JOIN keyed k ON k.key = s.key
-) TO {{path}} STORED AS PARQUET
+) TO {{path}} STORED AS PARQUET OPTIONS ('format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')

@@ -40,4 +40,4 @@ COPY (
   FROM found
   GROUP BY least(x, y), greatest(x, y), hamming(x, y)
   ORDER BY simhash_a, simhash_b
-) TO {{path}} STORED AS PARQUET
+) TO {{path}} STORED AS PARQUET OPTIONS ('format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')

@@ -13,4 +13,4 @@ COPY (
   FROM scored
   WHERE similarity >= {{threshold}}
   ORDER BY simhash_a, simhash_b
-) TO {{path}} STORED AS PARQUET
+) TO {{path}} STORED AS PARQUET OPTIONS ('format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')

@@ -38,4 +38,4 @@ COPY (
   WHERE s.simhash IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM tonights t WHERE t.simhash = s.simhash)
   ORDER BY simhash
-) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '65536')
+) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '65536', 'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')

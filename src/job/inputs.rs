@@ -415,28 +415,19 @@ pub(super) async fn keep_one_per_id(ctx: &SessionContext, out: &OutputDir, view:
 /// missing id is bad input (named, with the input), never silently merged.
 /// Returns the rows dropped as repeated ids (with `--duplicate-ids keep-first`).
 pub(super) async fn check_ids(ctx: &SessionContext, view: &str, duplicates: DuplicateIds) -> Result<Ids> {
-    let repeated = match duplicates {
-        DuplicateIds::Error => "count(*) > 1 OR id IS NULL",
-        DuplicateIds::KeepFirst => "id IS NULL",
-    };
-    let batches = collect(
-        ctx,
-        &format!(
-            "SELECT source, id, count(*) AS n FROM {view}_rows GROUP BY source, id HAVING {repeated} \
-             ORDER BY n DESC, source, id LIMIT 5"
-        ),
-    )
-    .await?;
+    let rows = format!("{view}_rows");
+    let missing = format!("SELECT source, count(*) AS n FROM {rows} WHERE id IS NULL GROUP BY source ORDER BY n DESC, source LIMIT 5");
     let mut found = Vec::new();
-    for b in &batches {
-        let (sources, counts) = (strings(b, 0)?, column_u64(b, 2)?);
-        let ids = b.column(1);
-        for r in 0..b.num_rows() {
-            found.push(match ids.is_null(r) {
-                true => format!("input '{}': {} document(s) without an id", sources[r], counts.value(r)),
-                false => format!("input '{}': id '{}' on {} documents", sources[r], strings(b, 1)?[r], counts.value(r)),
-            });
-        }
+    for b in &collect(ctx, &missing).await? {
+        let (sources, counts) = (strings(b, 0)?, column_u64(b, 1)?);
+        found.extend(sources.iter().zip(counts.values()).map(|(s, n)| format!("input '{s}': {n} document(s) without an id")));
+    }
+    let repeated = repeated_ids(ctx, &rows).await?;
+    if duplicates == DuplicateIds::Error {
+        let mut worst: Vec<&(String, String, u64)> = repeated.iter().collect();
+        worst.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| (&a.0, &a.1).cmp(&(&b.0, &b.1))));
+        found.extend(worst.iter().take(5).map(|(s, id, n)| format!("input '{s}': id '{id}' on {n} documents")));
+        found.truncate(5);
     }
     if !found.is_empty() {
         return Err(Error::input(format!(
@@ -445,16 +436,30 @@ pub(super) async fn check_ids(ctx: &SessionContext, view: &str, duplicates: Dupl
             found.join("; ")
         )));
     }
-    let mut ids = Ids { dropped: 0, repeated: Vec::new() };
-    if duplicates == DuplicateIds::KeepFirst {
-        let query = format!("SELECT source, id, count(*) AS n FROM {view}_rows GROUP BY source, id HAVING count(*) > 1");
-        for b in &collect(ctx, &query).await? {
-            let (sources, ids_of, counts) = (strings(b, 0)?, strings(b, 1)?, column_u64(b, 2)?);
-            ids.dropped += counts.values().iter().map(|n| n - 1).sum::<u64>();
-            ids.repeated.extend(sources.into_iter().zip(ids_of));
-        }
+    Ok(Ids {
+        dropped: repeated.iter().map(|r| r.2 - 1).sum(),
+        repeated: repeated.into_iter().map(|(s, id, _)| (s, id)).collect(),
+    })
+}
+
+/// The ids that more than one row of `rows` carries within one input, with
+/// their counts. Grouping every (source, id) text cost a `weibo_reposts` run
+/// 0.4 s; the ids are grouped by their 64-bit hash first, and only the rows
+/// of a hash seen twice (the repeated ids, and rare collisions) are grouped
+/// exactly.
+async fn repeated_ids(ctx: &SessionContext, rows: &str) -> Result<Vec<(String, String, u64)>> {
+    let query = format!(
+        "WITH suspects AS (SELECT hash64(id) AS h FROM {rows} WHERE id IS NOT NULL GROUP BY hash64(id) HAVING count(*) > 1) \
+         SELECT source, id, count(*) AS n FROM {rows} \
+         WHERE id IS NOT NULL AND hash64(id) IN (SELECT h FROM suspects) \
+         GROUP BY source, id HAVING count(*) > 1"
+    );
+    let mut repeated = Vec::new();
+    for b in &collect(ctx, &query).await? {
+        let (sources, ids, counts) = (strings(b, 0)?, strings(b, 1)?, column_u64(b, 2)?);
+        repeated.extend(sources.into_iter().zip(ids).zip(counts.values().iter().copied()).map(|((s, id), n)| (s, id, n)));
     }
-    Ok(ids)
+    Ok(repeated)
 }
 
 /// After a failed read: find the input file that cannot be decoded (damaged

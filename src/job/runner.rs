@@ -7,6 +7,10 @@
 //! the same plan runs on a cluster), and are removed before the commit. Every
 //! table is written as a single file: a `COPY` into a folder writes no file
 //! at all for an empty result, which would read back as a missing table.
+//! Work files are written without compression or dictionaries (`OPTIONS`
+//! in each statement that writes one): each is read once or twice on the
+//! machine that wrote it, and zstd with dictionaries cost a `weibo_reposts`
+//! run 7 % of its time (docs/performance.md). Outputs keep zstd.
 
 use std::collections::BTreeMap;
 

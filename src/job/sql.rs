@@ -99,6 +99,10 @@ statement!(STORE_RUN, "94_store_run.sql", ["keep_key", "keep_key_f", "keep_order
 statement!(STORE_CLUSTERS, "95_store_clusters.sql", ["path"], reads [table::NIGHT]);
 statement!(NEAR_MISSES, "97_near_misses.sql", ["stride", "bin_width", "measure", "threshold", "low"], reads [table::CANDIDATES, table::TERM_SETS]);
 
+/// The `OPTIONS` of a work file written by `COPY` (see runner.rs); the
+/// pipeline's statements spell it out, and a test holds them to it.
+pub const WORK_FILE: &str = "OPTIONS ('format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')";
+
 /// Every pipeline statement, in file order (for tests).
 pub const ALL: &[Statement] = &[
     DOCUMENTS,
@@ -210,6 +214,19 @@ mod tests {
             .collect();
         on_disk.sort();
         assert_eq!(files, on_disk, "every file of sql/ is a statement");
+    }
+
+    #[test]
+    fn work_files_are_uncompressed_and_outputs_are_not() {
+        let options = |s: &Statement| s.sql.contains("'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false'");
+        let work = [TERMS, NEAR_PAIRS, MINHASH_BUCKETS, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS];
+        for s in &work {
+            assert!(options(s), "{} writes a work file", s.file);
+        }
+        assert!(WORK_FILE.contains("'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false'"));
+        for s in [CORPUS_DF, FINGERPRINTS, CLUSTERS, PAIRS, SURVIVORS, STORE_CLUSTERS] {
+            assert!(!s.sql.contains("uncompressed"), "{} writes an output (or the IDF model)", s.file);
+        }
     }
 
     /// The tables a statement reads: the names after FROM and JOIN, less

@@ -78,7 +78,7 @@ struct Probed {
 /// stored row against it (sql/89_store_probe.sql).
 async fn probe(ctx: &SessionContext, store: &StoreRun, join: &JoinOptions, out: &OutputDir, stored: u64, reads: &mut StoreReads) -> Result<Probed> {
     let index = out.staged("_work/night_index.parquet");
-    let write = format!("COPY (SELECT simhash, minhash FROM fingerprints WHERE simhash IS NOT NULL) TO {} STORED AS PARQUET", literal(&index));
+    let write = format!("COPY (SELECT simhash, minhash FROM fingerprints WHERE simhash IS NOT NULL) TO {} STORED AS PARQUET {}", literal(&index), sql::WORK_FILE);
     collect(ctx, &write).await?;
     let k = join.max_hamming;
     let m = match join.candidates.simhash() {
