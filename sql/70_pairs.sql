@@ -1,8 +1,7 @@
 -- Stage 6: the pairs, as evidence edges that stay linear in the corpus size,
 -- for one-shot and store runs alike (`stored` is empty in a one-shot run).
--- Each fingerprint is anchored at its first stored document by (source, id),
--- or, if no earlier run has it, at its first eligible document of tonight:
--- anchors stay in earlier runs, which tonight does not change. Each other
+-- Each fingerprint is anchored at one document (`anchors`,
+-- 69_anchors.sql), in an earlier run if it has one. Each other
 -- eligible document is paired with its fingerprint's anchor at distance 0
 -- (g − 1 pairs for g copies, not g(g − 1)/2), and each near pair of distinct
 -- fingerprints found tonight is reported once, between the two anchors.
@@ -12,27 +11,8 @@
 -- (source_a, id_a) < (source_b, id_b). `similarity` is the term-set
 -- similarity of a verified near pair (NULL without verification, and for
 -- identical fingerprints).
--- Only the fingerprints that can give a pair are anchored: those of the
--- report's `clusters` (60_clusters.sql, or tonight's, 95_store_clusters.sql)
--- and the stored ones of a near pair (anchoring every fingerprint of
--- `weibo_reposts` took 8 times as long).
 COPY (
-  WITH everyone AS (
-    SELECT simhash, source, id, 1 AS tonight FROM eligible WHERE simhash IN (SELECT DISTINCT simhash FROM clusters)
-    UNION ALL
-    SELECT simhash, source, id, 0 AS tonight FROM stored
-    WHERE simhash IN (SELECT simhash FROM clusters UNION SELECT simhash_a FROM near_pairs UNION SELECT simhash_b FROM near_pairs)
-  ),
-  anchors AS (
-    SELECT simhash, source, id
-    FROM (
-      SELECT simhash, source, id,
-             row_number() OVER (PARTITION BY simhash ORDER BY tonight, source, id) AS r
-      FROM everyone
-    )
-    WHERE r = 1
-  ),
-  exact AS (
+  WITH exact AS (
     SELECT a.source AS sx, a.id AS ix, f.source AS sy, f.id AS iy,
            CAST(0 AS INT) AS hamming,
            CAST(NULL AS DOUBLE) AS similarity

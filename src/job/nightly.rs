@@ -36,7 +36,7 @@ use super::query::{collect, column_u64, scalar_u64, strings};
 use super::sql::{self, render, table, Param};
 use super::store_run::StoreRun;
 use super::summary::{content_identity, StoreReads, StoreSummary, Summary};
-use super::tables::{create_view, materialize, seal, view_without, FileMetadata};
+use super::tables::{create_view, materialize, pairs_table, seal, view_without, FileMetadata};
 use super::touched::fetch_touched;
 use crate::error::{Error, Result};
 use crate::sets::Verify;
@@ -219,7 +219,7 @@ struct NightReport {
 /// (sql/95_store_clusters.sql) and pairs (sql/70_pairs.sql, as `dedup`).
 async fn night_report(ctx: &SessionContext, out: &OutputDir, meta: &FileMetadata, run_id: &str) -> Result<NightReport> {
     materialize(ctx, sql::STORE_CLUSTERS, &[], &out.staged("clusters/part-00000.parquet"), table::CLUSTERS, Some(meta)).await?;
-    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), table::PAIRS, Some(meta)).await?;
+    pairs_table(ctx, out, Some(meta)).await?;
     let counts = collect(
         ctx,
         &format!(

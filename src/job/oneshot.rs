@@ -15,7 +15,7 @@ use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64};
 use super::sql::{self, render, table, Param};
 use super::summary::Summary;
-use super::tables::{create_view, materialize, FileMetadata};
+use super::tables::{create_view, materialize, pairs_table, FileMetadata};
 use crate::error::Result;
 use crate::sets::Verify;
 use crate::storage::OutputDir;
@@ -84,7 +84,7 @@ pub(super) async fn join_stages(
     let joined = found.into_components(ctx, out, join, keep, unconfirmed).await?;
     let (clusters, in_clusters) = clusters_stage(ctx, out, keep, meta, progress).await?;
     progress.begin("pairs", None);
-    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), table::PAIRS, meta).await?;
+    pairs_table(ctx, out, meta).await?;
     let pairs = scalar_u64(ctx, "SELECT count(*) FROM pairs").await?;
     progress.done("pairs", format!("{pairs} pairs"));
 

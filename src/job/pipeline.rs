@@ -61,6 +61,7 @@ impl Stage {
                 sql::MINHASH_CANDIDATES,
                 sql::VERIFIED_PAIRS,
                 sql::CLUSTERS,
+                sql::ANCHORS,
                 sql::PAIRS,
             ],
             Stage::Night => &[
@@ -73,6 +74,7 @@ impl Stage {
                 sql::VERIFIED_PAIRS,
                 sql::STORE_RUN,
                 sql::STORE_CLUSTERS,
+                sql::ANCHORS,
                 sql::PAIRS,
             ],
             Stage::Survivors => &[sql::SURVIVORS],

@@ -5,23 +5,34 @@ use std::time::Instant;
 use datafusion::arrow::array::{AsArray, RecordBatch, UInt64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, UInt64Type};
+use datafusion::physical_plan::display::DisplayableExecutionPlan;
+use datafusion::physical_plan::displayable;
 use datafusion::prelude::SessionContext;
 
 use crate::error::{Error, Result};
 
 /// Run one statement. With `NEARDUP_EXPLAIN=1` in the environment, print
-/// its physical plan to standard error first (a debugging aid).
+/// its physical plan to standard error first; with `NEARDUP_EXPLAIN=analyze`,
+/// print the plan with each operator's rows and time after it ran (aids to
+/// profiling, see docs/performance.md).
 pub(super) async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec<RecordBatch>> {
     let df = ctx.sql(statement).await?;
-    if std::env::var_os("NEARDUP_EXPLAIN").is_some_and(|v| v == "1") {
-        let plan = df.clone().create_physical_plan().await?;
-        eprintln!(
-            "neardup: plan of\n{statement}\n{}",
-            datafusion::physical_plan::displayable(plan.as_ref()).indent(true)
-        );
-    }
+    let explain = std::env::var("NEARDUP_EXPLAIN").unwrap_or_default();
     let started = Instant::now();
-    let batches = df.collect().await?;
+    let batches = match explain.as_str() {
+        "1" | "analyze" => {
+            let plan = df.create_physical_plan().await?;
+            if explain == "1" {
+                eprintln!("neardup: plan of\n{statement}\n{}", displayable(plan.as_ref()).indent(true));
+            }
+            let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx()).await?;
+            if explain == "analyze" {
+                eprintln!("neardup: plan and metrics of\n{statement}\n{}", DisplayableExecutionPlan::with_metrics(plan.as_ref()).indent(true));
+            }
+            batches
+        }
+        _ => df.collect().await?,
+    };
     log::debug!("{:>6} ms  {}", started.elapsed().as_millis(), statement_label(statement));
     Ok(batches)
 }

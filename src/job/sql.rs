@@ -42,6 +42,8 @@ pub mod table {
     /// Connected components of the near pairs, computed in Rust.
     pub const COMPONENTS: &str = "components";
     pub const CLUSTERS: &str = "clusters";
+    /// The document each fingerprint of a pair is anchored at (69_anchors.sql).
+    pub const ANCHORS: &str = "anchors";
     pub const PAIRS: &str = "pairs";
     /// The run a night adds to the store (94_store_run.sql).
     pub const NIGHT: &str = "night";
@@ -62,6 +64,7 @@ pub mod table {
         NEAR_PAIRS,
         COMPONENTS,
         CLUSTERS,
+        ANCHORS,
         PAIRS,
         NIGHT,
     ];
@@ -91,7 +94,8 @@ statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "pa
 statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", [], reads [table::FINGERPRINTS]);
 statement!(TERM_SETS, "57_term_sets.sql", ["tonight", "path"], reads [table::STORED_TERM_SETS]);
 statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"], reads [table::COMPONENTS, table::ELIGIBLE]);
-statement!(PAIRS, "70_pairs.sql", ["path"], reads [table::CLUSTERS, table::ELIGIBLE, table::NEAR_PAIRS, table::STORED]);
+statement!(ANCHORS, "69_anchors.sql", ["path"], reads [table::CLUSTERS, table::ELIGIBLE, table::NEAR_PAIRS, table::STORED]);
+statement!(PAIRS, "70_pairs.sql", ["path"], reads [table::ANCHORS, table::ELIGIBLE, table::NEAR_PAIRS]);
 statement!(SURVIVORS, "80_survivors.sql", ["source", "id", "table", "path"], reads [table::CLUSTERS]);
 statement!(STORE_PROBE, "89_store_probe.sql", ["index", "version", "k", "m"], reads [table::STORED_RUNS]);
 statement!(STORE_UNCONFIRMED, "93_store_unconfirmed.sql", ["measure", "threshold"], reads [table::FINGERPRINTS, table::TERM_SETS]);
@@ -118,6 +122,7 @@ pub const ALL: &[Statement] = &[
     UNCONFIRMED_COPIES,
     TERM_SETS,
     CLUSTERS,
+    ANCHORS,
     PAIRS,
     SURVIVORS,
     STORE_PROBE,
@@ -219,7 +224,7 @@ mod tests {
     #[test]
     fn work_files_are_uncompressed_and_outputs_are_not() {
         let options = |s: &Statement| s.sql.contains("'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false'");
-        let work = [TERMS, NEAR_PAIRS, MINHASH_BUCKETS, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS];
+        let work = [TERMS, NEAR_PAIRS, MINHASH_BUCKETS, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS, ANCHORS];
         for s in &work {
             assert!(options(s), "{} writes a work file", s.file);
         }

@@ -13,7 +13,7 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 
 use super::query::collect;
-use super::sql::{render, Param, Statement};
+use super::sql::{self, render, table, Param, Statement};
 use super::summary::FingerprintSettings;
 use crate::error::Result;
 use crate::minhash::MinHashPlan;
@@ -61,6 +61,15 @@ pub(super) async fn materialize(
     seal(ctx, path, meta).await?;
     register_parquet(ctx, table, path).await?;
     Ok(())
+}
+
+/// The report's `pairs` (sql/70_pairs.sql), from the anchors of
+/// sql/69_anchors.sql, for one-shot and store runs alike.
+pub(super) async fn pairs_table(ctx: &SessionContext, out: &OutputDir, meta: Option<&FileMetadata>) -> Result<()> {
+    let anchors = out.staged("_work/anchors.parquet");
+    collect(ctx, &render(sql::ANCHORS, &[("path", Param::Text(&anchors))])).await?;
+    register_parquet(ctx, table::ANCHORS, &anchors).await?;
+    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), table::PAIRS, meta).await
 }
 
 /// Register `query` as the view `name` (one of [`super::sql::table`]).

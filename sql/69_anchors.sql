@@ -1,0 +1,26 @@
+-- Stage 6, part one: the document each fingerprint that can give a pair is
+-- anchored at (70_pairs.sql): its first stored document by (source, id),
+-- or, if no earlier run has it, its first eligible document of tonight, so
+-- that anchors stay in earlier runs, which tonight does not change
+-- (`stored` is empty in a one-shot run).
+-- Only the fingerprints that can give a pair are anchored: those of the
+-- report's `clusters` (60_clusters.sql, or tonight's, 95_store_clusters.sql)
+-- and the stored ones of a near pair (anchoring every fingerprint of
+-- `weibo_reposts` took 8 times as long).
+-- Written once, because the pairs join it three times: as part of their
+-- statement, it was ranked three times.
+COPY (
+  WITH everyone AS (
+    SELECT simhash, source, id, 1 AS tonight FROM eligible WHERE simhash IN (SELECT DISTINCT simhash FROM clusters)
+    UNION ALL
+    SELECT simhash, source, id, 0 AS tonight FROM stored
+    WHERE simhash IN (SELECT simhash FROM clusters UNION SELECT simhash_a FROM near_pairs UNION SELECT simhash_b FROM near_pairs)
+  )
+  SELECT simhash, source, id
+  FROM (
+    SELECT simhash, source, id,
+           row_number() OVER (PARTITION BY simhash ORDER BY tonight, source, id) AS r
+    FROM everyone
+  )
+  WHERE r = 1
+) TO {{path}} STORED AS PARQUET OPTIONS ('format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')
