@@ -76,7 +76,8 @@ fn quick_benchmark_is_deterministic_and_quality_stays_above_its_floor() {
 /// The candidate stage against brute force (bench/quality/candidate_misses.sql)
 /// on real short posts: at the defaults it misses at most 1 % of the pairs
 /// whose term sets reach Jaccard 0.55, and none at 0.70. Measured
-/// 2026-11-25: 4 of 1,280 at 0.55 and above, 0 of 768 at 0.70 and above.
+/// 2026-11-25: 3 of 1,232 at 0.55 and above, 0 of 752 at 0.70 and above
+/// (1,129 and 651 with SimHash candidates alone).
 #[test]
 fn candidates_miss_almost_nothing_above_the_threshold_on_weibo_original() {
     let Some(input) = shared_data("weibo_original.parquet") else { return };
