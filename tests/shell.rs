@@ -2,8 +2,6 @@
 //! attached tables, statements from standard input, a closed pipe, and the
 //! plans and debug log of the fingerprint statement.
 
-use std::path::Path;
-
 mod common;
 use common::*;
 
