@@ -91,6 +91,16 @@ fn the_fingerprint_plan_calls_idf_simhash_once() {
 }
 
 #[test]
+fn explain_analyze_prints_each_plan_with_its_metrics_after_it_ran() {
+    let err = fingerprint_stderr_with("NEARDUP_EXPLAIN", "analyze");
+    let plan = err.split("neardup: plan and metrics of").find(|p| p.contains("-- Stage 3")).expect("the stage 3 plan");
+    let physical = &plan[plan.find("Exec:").unwrap()..];
+    assert!(physical.contains("output_rows="), "{physical}");
+    assert!(physical.contains("elapsed_compute="), "{physical}");
+    assert!(!err.contains("neardup: plan of"), "analyze prints the plan once, after the run");
+}
+
+#[test]
 fn debug_log_times_each_statement_without_the_engines_records() {
     let err = fingerprint_stderr_with("NEARDUP_LOG", "debug");
     // One line a statement, tagged with the job's role: its time, then its
