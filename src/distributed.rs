@@ -33,6 +33,7 @@ use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 
 use crate::error::{Error, Result};
+use crate::statement::SortedSinks;
 use crate::session::{parse_endpoint, runtime_env, state, Role};
 use crate::tls::{Tls, TlsFiles};
 
@@ -157,6 +158,7 @@ pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
         memory_pool_size: options.memory_limit.map(|m| m as u64),
         override_function_registry: Some(Arc::new(registry)),
         override_runtime_producer: Some(runtime),
+        override_physical_codec: Some(Arc::new(SortedSinks::default())),
         executor_heartbeat_interval_seconds: options.heartbeat_interval_secs.max(1),
         ..defaults
     };

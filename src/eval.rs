@@ -285,7 +285,7 @@ fn has(schema: &SchemaRef, columns: &[&str]) -> bool {
 
 /// Every row of `statement` as text columns (NULL as "").
 async fn rows(ctx: &SessionContext, statement: &str) -> Result<Vec<Vec<String>>> {
-    let batches: Vec<RecordBatch> = ctx.sql(statement).await?.collect().await?;
+    let batches: Vec<RecordBatch> = crate::statement::sql(ctx, statement).await?.collect().await?;
     let mut out = Vec::new();
     for b in &batches {
         let columns: Vec<_> = b.columns().iter().map(|c| cast(c, &DataType::Utf8)).collect::<std::result::Result<_, _>>()?;

@@ -15,7 +15,8 @@
 //!
 //! [`session`] builds the one DataFusion session every run uses (embedded, or
 //! on a Ballista cluster run by [`distributed`]), [`storage`] reads inputs
-//! and commits outputs, [`cli`] and [`shell`] serve the binary.
+//! and commits outputs, [`statement`] plans statements alike for both,
+//! [`cli`] and [`shell`] serve the binary.
 
 pub mod cli;
 pub mod cluster;
@@ -34,6 +35,7 @@ pub mod session;
 pub mod sets;
 pub mod setjoin;
 pub mod shell;
+pub mod statement;
 pub mod storage;
 pub mod text;
 pub mod tls;

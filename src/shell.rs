@@ -108,8 +108,9 @@ impl Write for Stdout {
 pub async fn run_statements(ctx: &SessionContext, sql: &str, format: Format) -> Result<()> {
     let statements = DFParser::parse_sql(sql).map_err(|e| Error::input(e.to_string()))?;
     for statement in statements {
-        let plan = ctx.state().statement_to_plan(statement).await?;
-        let batches = ctx.execute_logical_plan(plan).await?.collect().await?;
+        let state = ctx.state();
+        let plan = state.statement_to_plan(statement).await?;
+        let batches = crate::statement::execute(ctx, &state, plan).await?.collect().await?;
         if batches.iter().any(|b| b.num_columns() > 0) {
             print(&batches, format)?;
         }

@@ -64,6 +64,28 @@ fn cluster_runs_equal_embedded_runs() {
         "SELECT count(*) AS n, sum(hamming(simhash(tokenize(text)), 0)) > 0 AS any FROM news WHERE text <> ''"]));
     assert_eq!(out, "n,any\n405,true\n");
 
+    // A COPY's OPTIONS reach the executors (DataFusion's plan codec alone
+    // drops them): the cluster writes the embedded run's bytes, in the
+    // row groups the statement asked for.
+    let copy = |out: &Path, extra: &[&str]| {
+        let sql = format!(
+            "COPY (SELECT id, text FROM news ORDER BY id) TO '{}' STORED AS PARQUET \
+             OPTIONS ('format.max_row_group_size' '100', 'format.compression' 'snappy')",
+            out.display()
+        );
+        let mut args = vec!["sql", "--table", &news, "-c", &sql];
+        args.extend_from_slice(extra);
+        ok(&neardup(&args));
+        std::fs::read(out).unwrap()
+    };
+    let (copy_e, copy_c) = (dir.path().join("copy-embedded.parquet"), dir.path().join("copy-cluster.parquet"));
+    assert!(copy(&copy_e, &[]) == copy(&copy_c, &["--cluster", &cluster.url]), "the cluster wrote other bytes");
+    let reader = datafusion::parquet::file::reader::SerializedFileReader::new(std::fs::File::open(&copy_c).unwrap()).unwrap();
+    use datafusion::parquet::file::reader::FileReader;
+    let groups = reader.metadata().row_groups();
+    assert_eq!(groups.iter().map(|g| g.num_rows()).collect::<Vec<_>>(), [100, 100, 100, 100, 7]);
+    assert_eq!(groups[0].column(0).compression(), datafusion::parquet::basic::Compression::SNAPPY);
+
     // Inputs and outputs in a bucket: read and written by the executors.
     if let Some(s3) = &s3 {
         s3.upload_sample();

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 /// print the plan with each operator's rows and time after it ran (aids to
 /// profiling, see docs/performance.md).
 pub(super) async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec<RecordBatch>> {
-    let df = ctx.sql(statement).await?;
+    let df = crate::statement::sql(ctx, statement).await?;
     let explain = std::env::var("NEARDUP_EXPLAIN").unwrap_or_default();
     let started = Instant::now();
     let batches = match explain.as_str() {
@@ -46,7 +46,7 @@ fn statement_label(statement: &str) -> String {
 /// Run one statement and measure the bytes its Parquet scans read (0 when
 /// the engine does not report them, as on a cluster).
 pub(super) async fn collect_measured(ctx: &SessionContext, statement: &str) -> Result<(Vec<RecordBatch>, u64)> {
-    let plan = ctx.sql(statement).await?.create_physical_plan().await?;
+    let plan = crate::statement::sql(ctx, statement).await?.create_physical_plan().await?;
     let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx()).await?;
     fn scanned(plan: &dyn datafusion::physical_plan::ExecutionPlan) -> u64 {
         let own = plan.metrics().and_then(|m| m.sum_by_name("bytes_scanned")).map_or(0, |v| v.as_usize() as u64);

@@ -52,7 +52,7 @@ fn minhash_keys() -> ColumnPath {
 /// Run `statement` (a query with an ORDER BY) and write its rows, in order,
 /// as one Parquet file at `url`; returns the rows written.
 pub async fn write_query(ctx: &SessionContext, statement: &str, url: &str) -> Result<u64> {
-    let df = ctx.sql(statement).await?;
+    let df = crate::statement::sql(ctx, statement).await?;
     let mut stream = df.execute_stream().await?;
     let schema = stream.schema();
     if let Some(dir) = super::local_path(url).and_then(|p| p.parent().map(|p| p.to_path_buf())) {
