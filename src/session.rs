@@ -131,7 +131,13 @@ fn session_config(options: &EngineOptions) -> Result<SessionConfig> {
     // with its own copy of the call, computing every fingerprint twice.
     let mut config = SessionConfig::new()
         .with_information_schema(true)
-        .set_bool("datafusion.optimizer.enable_leaf_expression_pushdown", false);
+        .set_bool("datafusion.optimizer.enable_leaf_expression_pushdown", false)
+        // Outputs (fingerprints, clusters, pairs, the IDF model) in zstd at
+        // level 1, not DataFusion's 3: the fingerprints of `weibo_reposts`
+        // are written in 1.04 s instead of 1.37 s, and take 4 % more room.
+        // Work files set their own options (sql::WORK_FILE); on a cluster
+        // the setting reaches the executors through crate::statement.
+        .set_str("datafusion.execution.parquet.compression", "zstd(1)");
     if let Some(n) = options.target_partitions {
         if n == 0 {
             return Err(Error::input("target partitions must be at least 1"));
