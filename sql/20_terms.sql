@@ -9,7 +9,7 @@
 -- row group is one scan partition). `term_count` lets 30_corpus_size.sql
 -- count the documents with terms without decoding the terms.
 COPY (
-  SELECT *, cardinality(terms) AS term_count
+  SELECT *, list_length(terms) AS term_count
   FROM (
     SELECT source,
            id,

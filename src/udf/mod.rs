@@ -21,6 +21,7 @@ mod idf;
 mod idf_simhash;
 mod jaccard_pairs;
 mod line_hashes;
+mod list_length;
 mod minhash_keys;
 pub(crate) mod night_partners;
 mod numeric;
@@ -58,6 +59,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(night_partners::NightPartners::default())),
         Arc::new(ScalarUDF::from(night_partners::NightPartners::touched())),
         Arc::new(ScalarUDF::from(line_hashes::LineHashes::default())),
+        Arc::new(ScalarUDF::from(list_length::ListLength::default())),
     ]
 }
 
@@ -135,7 +137,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 19);
+        assert_eq!(names.len(), 20);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());
