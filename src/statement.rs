@@ -65,17 +65,16 @@ pub fn portable(state: &SessionState, plan: LogicalPlan) -> Result<LogicalPlan> 
             // The same resolution as `ParquetFormatFactory::create` makes
             // for a factory without options: session defaults, then the
             // statement's format options, checked here, on the client.
-            let (format_options, sink_options): (HashMap<_, _>, HashMap<_, _>) = copy.options.into_iter().partition(|(key, _)| key.starts_with("format."));
             let mut table = state.default_table_options();
             table.set_config_format(ConfigFileType::PARQUET);
-            table.alter_with_string_hash_map(&format_options)?;
+            table.alter_with_string_hash_map(&copy.options)?;
             let format = ParquetFormatFactory::new_with_options(table.parquet);
             Ok(Transformed::yes(LogicalPlan::Copy(CopyTo::new(
                 copy.input,
                 copy.output_url,
                 copy.partition_by,
                 format_as_file_type(Arc::new(format)),
-                sink_options,
+                HashMap::new(),
             ))))
         }
         other => Ok(Transformed::no(other)),
@@ -132,13 +131,14 @@ fn sorted_sink(node: Arc<dyn ExecutionPlan>, config: &SessionConfig) -> datafusi
     Ok(Transformed::yes(rebuilt))
 }
 
-/// Whether a `COPY`'s options can move into its format: it writes Parquet,
-/// and its other options are only `single_file_output`, which the planner
-/// reads before the format sees any option. (`execution.*` options are
-/// read by the format too, so such a statement is left as it was planned.)
+/// Whether a `COPY`'s options can move into its format: it writes Parquet
+/// and has format options only. (SQL spells every option of a `COPY` as
+/// `format.…` but `execution.…`; the planner reads `execution.*` options
+/// itself, and a format with options of its own would reject them, so such
+/// a statement is left as it was planned.)
 fn foldable(copy: &CopyTo) -> bool {
     copy.file_type.get_ext().eq_ignore_ascii_case("parquet")
-        && copy.options.keys().all(|key| key.starts_with("format.") || key == "single_file_output")
+        && copy.options.keys().all(|key| key.starts_with("format."))
 }
 
 #[cfg(test)]

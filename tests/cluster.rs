@@ -7,6 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+
 mod common;
 use common::cluster::*;
 use common::*;
@@ -80,8 +82,7 @@ fn cluster_runs_equal_embedded_runs() {
     };
     let (copy_e, copy_c) = (dir.path().join("copy-embedded.parquet"), dir.path().join("copy-cluster.parquet"));
     assert!(copy(&copy_e, &[]) == copy(&copy_c, &["--cluster", &cluster.url]), "the cluster wrote other bytes");
-    let reader = datafusion::parquet::file::reader::SerializedFileReader::new(std::fs::File::open(&copy_c).unwrap()).unwrap();
-    use datafusion::parquet::file::reader::FileReader;
+    let reader = SerializedFileReader::new(std::fs::File::open(&copy_c).unwrap()).unwrap();
     let groups = reader.metadata().row_groups();
     assert_eq!(groups.iter().map(|g| g.num_rows()).collect::<Vec<_>>(), [100, 100, 100, 100, 7]);
     assert_eq!(groups[0].column(0).compression(), datafusion::parquet::basic::Compression::SNAPPY);
