@@ -261,7 +261,7 @@ impl StoreRun {
         let wanted = self.wanted_by_file(&batches)?;
         let mut found = Vec::new();
         if wanted.iter().any(|w| !w.0.is_empty() || w.1) {
-            let (rows, _, fetched) = rows_by_key(ctx, &self.earlier_files(), "simhash", &wanted, Take::All).await?;
+            let (rows, _, fetched) = rows_by_key(ctx, &self.earlier_files(), "simhash", &wanted, Take::All, &["term_set", "minhash"]).await?;
             reads.fetch_bytes += fetched.bytes;
             reads.fetch_objects += fetched.objects;
             let mut stored = std::collections::HashSet::new();

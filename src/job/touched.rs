@@ -1,14 +1,16 @@
 //! What a night reads of the store beyond the probe: the stored rows of
 //! the fingerprints tonight touches (sql/89_store_probe.sql), fetched by
-//! page ([`crate::storage::fetch`]), reduced to the rows and MinHash keys the
-//! night's statements read, and registered as the work tables `stored` and
-//! `stored_term_sets`.
+//! page ([`crate::storage::fetch`]) without their MinHash keys, reduced to
+//! the rows the night's statements read, given the keys that can meet
+//! tonight's (derived again from their term sets), and registered as the
+//! work tables `stored` and `stored_term_sets`.
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, BooleanArray, ListArray, ListBuilder, RecordBatch, StringViewArray, UInt64Array, UInt64Builder};
+use datafusion::arrow::array::{new_null_array, Array, ArrayRef, AsArray, BooleanArray, ListArray, RecordBatch, StringViewArray, UInt64Array};
+use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::{cast, filter_record_batch};
-use datafusion::arrow::datatypes::{DataType, SchemaRef, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use datafusion::common::{HashMap, HashSet};
 use datafusion::prelude::SessionContext;
 
@@ -21,8 +23,10 @@ use super::tables::{conform, create_view, write_batches};
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
 use crate::probe::NightIndex;
-use crate::storage::fetch::{narrow_minhash, rows_by_key, Take};
+use crate::minhash::MinHashPlan;
+use crate::storage::fetch::{rows_by_key, Take};
 use crate::storage::{literal, register_parquet, OutputDir};
+use crate::udf::minhash_keys::{keys_of_sets, keys_type};
 use crate::udf::night_partners::index as night_index;
 
 /// Register `stored` and `stored_term_sets`: the earlier runs' rows of
@@ -44,8 +48,10 @@ pub(super) async fn fetch_touched(
     reads.store_bytes = store.earlier_bytes(ctx).await?;
     let probed = probe(ctx, store, join, out, stored, reads).await?;
     let started = std::time::Instant::now();
-    let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &probed.wanted, Take::FirstPer("run")).await?;
-    let rows = rows.into_iter().map(narrow_minhash).collect::<Result<Vec<_>>>()?;
+    // The keys are most of a stored row's bytes (3/4 on Weibo posts), and
+    // only the probe needs them for every row: for the few rows fetched,
+    // hashing their term sets again costs less than reading them.
+    let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &probed.wanted, Take::FirstPer("run"), &["minhash"]).await?;
     log::debug!("{:>6} ms  fetch: {} rows from {} files", started.elapsed().as_millis(), fetched.rows, fetched.objects);
     reads.fetch_bytes += fetched.bytes;
     reads.fetch_objects += fetched.objects;
@@ -54,7 +60,7 @@ pub(super) async fn fetch_touched(
     let firsts = FirstRows::of(&schema, rows)?;
     log::debug!("{:>6} ms  fetch: {} rows chosen", started.elapsed().as_millis(), firsts.chosen.len());
     let tonight = night_index(&probed.index, &probed.version, probed.k, probed.m).map_err(Error::from)?;
-    let (term_sets, rest) = work_tables(&schema, &firsts, &tonight, started)?;
+    let (term_sets, rest) = work_tables(&schema, &firsts, (store.minhash, &tonight), started)?;
     out.put("_work/stored_term_sets.parquet", term_sets).await?;
     out.put("_work/stored.parquet", rest).await?;
     log::debug!("{:>6} ms  fetch: stored.parquet and stored_term_sets.parquet written", started.elapsed().as_millis());
@@ -115,17 +121,24 @@ async fn probe(ctx: &SessionContext, store: &StoreRun, join: &JoinOptions, out: 
 }
 
 /// The two work files, made at once on two cores: `stored_term_sets` (the
-/// first rows by document, their keys trimmed) and `stored` (the chosen
-/// rows without term sets and keys), as Parquet bytes.
-fn work_tables(schema: &SchemaRef, firsts: &FirstRows, tonight: &NightIndex, started: std::time::Instant) -> Result<(Vec<u8>, Vec<u8>)> {
-    let (term_sets, rest) = (columns(schema, &TERM_SET_COLUMNS)?, columns_but(schema, &["term_set", "minhash"])?);
+/// first rows by document, with the MinHash keys of `plan` that can meet
+/// `tonight`'s) and `stored` (the chosen rows without term sets), as
+/// Parquet bytes.
+fn work_tables(schema: &SchemaRef, firsts: &FirstRows, (plan, tonight): (Option<MinHashPlan>, &NightIndex), started: std::time::Instant) -> Result<(Vec<u8>, Vec<u8>)> {
+    let (term_sets, rest) = (columns(schema, &TERM_SET_COLUMNS)?, columns_but(schema, &["term_set"])?);
     let (term_sets, rest) = std::thread::scope(|scope| {
         let term_sets = scope.spawn(|| -> Result<Vec<u8>> {
             let rows = firsts.gather(&firsts.by_doc, &term_sets)?;
-            let all_keys = minhash_key_count(&rows);
-            let rows = keys_meeting_tonight(&rows, tonight)?;
-            log::debug!("{:>6} ms  fetch: {} of their {all_keys} MinHash keys kept", started.elapsed().as_millis(), minhash_key_count(&rows));
-            write_batches(Arc::new(schema.project(&term_sets)?), &rows)
+            let keys = match plan {
+                Some(plan) => keys_meeting_tonight(&rows, plan, tonight, started)?,
+                None => rows.iter().map(|b| new_null_array(&keys_type(), b.num_rows())).collect(),
+            };
+            let schema = Arc::new(schema.project(&term_sets)?);
+            let mut fields = schema.fields().to_vec();
+            fields.push(Arc::new(Field::new("minhash", keys_type(), true)));
+            let schema = Arc::new(Schema::new(fields));
+            let rows = rows.into_iter().zip(keys).map(|(b, k)| RecordBatch::try_new(schema.clone(), [b.columns(), &[k]].concat()));
+            write_batches(schema.clone(), &rows.collect::<std::result::Result<Vec<_>, _>>()?)
         });
         let rest = firsts.gather(&firsts.chosen, &rest).and_then(|rows| write_batches(Arc::new(schema.project(&rest)?), &rows));
         (term_sets.join().expect("the term sets' thread does not panic"), rest)
@@ -133,9 +146,10 @@ fn work_tables(schema: &SchemaRef, firsts: &FirstRows, tonight: &NightIndex, sta
     Ok((term_sets?, rest?))
 }
 
-/// The columns of `stored_term_sets`: what 57_term_sets.sql reads of a
-/// stored fingerprint's first document. `stored` holds the rest.
-const TERM_SET_COLUMNS: [&str; 5] = ["simhash", "source", "id", "term_set", "minhash"];
+/// The fetched columns of `stored_term_sets`: what 57_term_sets.sql reads
+/// of a stored fingerprint's first document, but for its MinHash keys
+/// ([`with_minhash`]). `stored` holds the rest.
+const TERM_SET_COLUMNS: [&str; 4] = ["simhash", "source", "id", "term_set"];
 
 /// The indices of `names` in `schema`.
 fn columns(schema: &SchemaRef, names: &[&str]) -> Result<Vec<usize>> {
@@ -217,70 +231,84 @@ impl FirstRows {
     }
 }
 
-/// `batch` (the first stored row of each fingerprint) with only the MinHash
-/// keys that can put a stored fingerprint in a bucket with one of tonight's
-/// (the only buckets that 51_minhash_buckets.sql keeps): tonight's
-/// documents' keys, and every key of the stored row of one of tonight's
-/// fingerprints, whose term set may stand for that fingerprint
-/// (57_term_sets.sql). Those buckets keep every member,
-/// so the candidates are the same; the night's statements are spared the
-/// other keys, most of what a stored row weighs (on the tenth of ten Weibo
-/// nights, 4.05 of the 4.57 million keys of 142,754 touched fingerprints).
-fn keys_meeting_tonight(batches: &[RecordBatch], index: &NightIndex) -> Result<Vec<RecordBatch>> {
+/// The MinHash keys under `plan` of `rows` (the first stored row of each
+/// fingerprint, with its term set) that can put a stored fingerprint in a
+/// bucket with one of tonight's (the only buckets 51_minhash_buckets.sql
+/// keeps): tonight's documents' keys, and every key of the stored row of one
+/// of tonight's fingerprints, whose term set may stand for that fingerprint
+/// (57_term_sets.sql). Those buckets keep every member, so the candidates
+/// are the same; the night's statements are spared the other keys (on the
+/// tenth of ten Weibo nights, 4.05 of the 4.57 million keys of 142,754
+/// touched fingerprints).
+///
+/// The keys are derived again from the term sets, as 40_fingerprints.sql
+/// made them: for these few rows that costs less than reading them, most of
+/// a stored row's bytes. Half the batches are hashed and trimmed on a
+/// second core.
+fn keys_meeting_tonight(rows: &[RecordBatch], plan: MinHashPlan, index: &NightIndex, started: std::time::Instant) -> Result<Vec<ArrayRef>> {
+    let derive = |b: &RecordBatch| -> Result<ListArray> {
+        let sets = b.column_by_name("term_set").ok_or_else(|| Error::runtime("fetched stored rows have no term_set"))?;
+        Ok(keys_of_sets(plan, sets, "minhash_keys")?)
+    };
+    let lists = on_two_cores(rows, derive).into_iter().collect::<Result<Vec<_>>>()?;
+    let fingerprints = rows.iter().map(|b| b.column_by_name("simhash").and_then(|c| c.as_primitive_opt::<UInt64Type>()).ok_or_else(|| Error::runtime("fetched stored rows have no UInt64 simhash")));
+    let keyed = fingerprints.zip(&lists).map(|(f, l)| Ok((f?, l))).collect::<Result<Vec<_>>>()?;
+    let all_keys: usize = lists.iter().map(|l| l.values().len()).sum();
+    let kept = trim_keys(&keyed, index);
+    log::debug!("{:>6} ms  fetch: {} of their {all_keys} MinHash keys kept", started.elapsed().as_millis(), kept.iter().map(|l| l.values().len()).sum::<usize>());
+    Ok(kept.into_iter().map(|l| Arc::new(l) as ArrayRef).collect())
+}
+
+/// Of each row's keys (`rows`: fingerprints and key lists, batch by
+/// batch), those of [`keys_meeting_tonight`]: all of a row of one of
+/// tonight's fingerprints, else those of tonight's documents or of such a
+/// row.
+fn trim_keys(rows: &[(&UInt64Array, &ListArray)], index: &NightIndex) -> Vec<ListArray> {
+    let tonights = |f: &UInt64Array, row: usize| f.is_valid(row) && index.has_fingerprint(f.value(row));
     let mut theirs = HashSet::new();
-    for (fingerprints, lists) in batches.iter().filter_map(keyed) {
-        for row in (0..lists.len()).filter(|&r| fingerprints.is_valid(r) && index.has_fingerprint(fingerprints.value(r))) {
+    for (fingerprints, lists) in rows {
+        for row in (0..lists.len()).filter(|&r| tonights(fingerprints, r)) {
             theirs.extend(row_keys(lists, row).iter().copied());
         }
     }
-    batches.iter().map(|b| trim_keys(b, index, &theirs)).collect()
+    // Keys tonight's documents hold pass anyway: look up only the others.
+    let theirs: Vec<u64> = theirs.into_iter().collect();
+    let held = index.have_minhash_keys(&theirs);
+    let theirs: HashSet<u64> = theirs.into_iter().zip(held).filter(|&(_, held)| !held).map(|(k, _)| k).collect();
+    let trim = |(fingerprints, lists): &(&UInt64Array, &ListArray)| {
+        let values = lists.values().as_primitive::<UInt64Type>().values();
+        let held = index.have_minhash_keys(values);
+        let offsets = lists.value_offsets();
+        let (mut kept, mut ends) = (Vec::new(), Vec::with_capacity(lists.len() + 1));
+        ends.push(0i32);
+        for row in 0..lists.len() {
+            let all = tonights(fingerprints, row);
+            let keys = offsets[row] as usize..offsets[row + 1] as usize;
+            kept.extend(keys.filter(|&j| all || held[j] || theirs.contains(&values[j])).map(|j| values[j]));
+            ends.push(kept.len() as i32);
+        }
+        let field = Arc::new(Field::new("item", DataType::UInt64, true));
+        ListArray::new(field, OffsetBuffer::new(ends.into()), Arc::new(UInt64Array::from(kept)), lists.nulls().cloned())
+    };
+    on_two_cores(rows, trim)
 }
 
-/// A batch's fingerprints and MinHash key lists, if it has both.
-fn keyed(batch: &RecordBatch) -> Option<(&UInt64Array, &ListArray)> {
-    let fingerprints = batch.column_by_name("simhash")?.as_primitive_opt::<UInt64Type>()?;
-    let lists = batch.column_by_name("minhash")?.as_list_opt::<i32>()?;
-    lists.values().as_primitive_opt::<UInt64Type>()?;
-    Some((fingerprints, lists))
+/// `f` of each item, in order: the first half on this thread, the second
+/// on another.
+fn on_two_cores<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let (first, second) = items.split_at(items.len() / 2);
+    std::thread::scope(|scope| {
+        let second = scope.spawn(|| second.iter().map(&f).collect::<Vec<_>>());
+        let mut done: Vec<R> = first.iter().map(&f).collect();
+        done.extend(second.join().expect("the second core's work does not panic"));
+        done
+    })
 }
 
 /// The MinHash keys of row `row` of `lists`.
 fn row_keys(lists: &ListArray, row: usize) -> &[u64] {
     let offsets = lists.value_offsets();
     &lists.values().as_primitive::<UInt64Type>().values()[offsets[row] as usize..offsets[row + 1] as usize]
-}
-
-/// `batch` with the keys of [`keys_meeting_tonight`]: all of a row of one of
-/// tonight's fingerprints, else those of tonight or of `theirs`.
-fn trim_keys(batch: &RecordBatch, index: &NightIndex, theirs: &HashSet<u64>) -> Result<RecordBatch> {
-    let Some((fingerprints, lists)) = keyed(batch) else { return Ok(batch.clone()) };
-    let DataType::List(field) = lists.data_type() else { return Ok(batch.clone()) };
-    let mut kept = ListBuilder::with_capacity(UInt64Builder::new(), batch.num_rows()).with_field(field.clone());
-    let held = index.have_minhash_keys(lists.values().as_primitive::<UInt64Type>().values());
-    let offsets = lists.value_offsets();
-    for row in 0..batch.num_rows() {
-        if lists.is_null(row) {
-            kept.append_null();
-            continue;
-        }
-        let all = fingerprints.is_valid(row) && index.has_fingerprint(fingerprints.value(row));
-        let start = offsets[row] as usize;
-        for (j, &key) in row_keys(lists, row).iter().enumerate() {
-            if all || held[start + j] || theirs.contains(&key) {
-                kept.values().append_value(key);
-            }
-        }
-        kept.append(true);
-    }
-    let mut columns = batch.columns().to_vec();
-    columns[batch.schema().index_of("minhash")?] = Arc::new(kept.finish());
-    Ok(RecordBatch::try_new(batch.schema(), columns)?)
-}
-
-/// The MinHash keys of batches' rows (for the debug log).
-fn minhash_key_count(batches: &[RecordBatch]) -> usize {
-    let lists = batches.iter().filter_map(|b| b.column_by_name("minhash").and_then(|c| c.as_list_opt::<i32>()));
-    lists.map(|l| (l.value_offsets()[l.len()] - l.value_offsets()[0]) as usize).sum()
 }
 
 /// Register `stored` and `stored_term_sets` with no rows, for a store's first night.
@@ -303,12 +331,11 @@ pub async fn no_stored_term_sets(ctx: &SessionContext) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::UInt64Array;
-    use datafusion::arrow::datatypes::{Field, Schema};
+    use datafusion::arrow::array::{ListBuilder, UInt64Builder};
 
-    fn stored(rows: &[(Option<u64>, Option<&[u64]>)]) -> RecordBatch {
+    fn lists(rows: &[Option<&[u64]>]) -> ListArray {
         let mut keys = ListBuilder::new(UInt64Builder::new());
-        for (_, k) in rows {
+        for k in rows {
             match k {
                 Some(k) => {
                     keys.values().append_slice(k);
@@ -317,33 +344,50 @@ mod tests {
                 None => keys.append_null(),
             }
         }
-        let keys = keys.finish();
-        let schema = Schema::new(vec![Field::new("simhash", DataType::UInt64, true), Field::new("minhash", keys.data_type().clone(), true)]);
-        let fingerprints = UInt64Array::from(rows.iter().map(|r| r.0).collect::<Vec<_>>());
-        RecordBatch::try_new(Arc::new(schema), vec![Arc::new(fingerprints), Arc::new(keys)]).unwrap()
+        keys.finish()
+    }
+
+    fn values(lists: &ListArray, row: usize) -> Vec<u64> {
+        lists.value(row).as_primitive::<UInt64Type>().values().to_vec()
     }
 
     #[test]
     fn stored_rows_keep_the_keys_that_can_meet_tonight() {
         // Tonight: fingerprint 7 with keys 1 and 2.
         let index = NightIndex::new(None, [(7u64, &[1u64, 2][..])]);
-        let batch = stored(&[
-            // A stored row of tonight's fingerprint keeps every key: its term
-            // set may stand for fingerprint 7, and so its keys too.
-            (Some(7), Some(&[5, 6])),
-            // Others keep tonight's keys and those of fingerprint 7's stored row.
-            (Some(8), Some(&[1, 5, 9])),
-            (Some(9), Some(&[9, 10])),
-            (None, Some(&[2, 3])),
-            (Some(10), None),
-        ]);
-        // Fingerprint 7's row in one batch, the others in another.
-        let kept = keys_meeting_tonight(&[batch.slice(0, 1), batch.slice(1, 4)], &index).unwrap();
-        let kept = datafusion::arrow::compute::concat_batches(&batch.schema(), &kept).unwrap();
-        let lists = kept.column(1).as_list::<i32>();
-        let row = |i: usize| lists.value(i).as_primitive::<UInt64Type>().values().to_vec();
-        assert_eq!((row(0), row(1), row(2), row(3)), (vec![5, 6], vec![1, 5], vec![], vec![2]));
-        assert!(lists.is_null(4));
-        assert_eq!(kept.column(0), batch.column(0));
+        // A stored row of tonight's fingerprint keeps every key: its term set
+        // may stand for fingerprint 7, and so its keys too. Others keep
+        // tonight's keys and those of fingerprint 7's stored row. Fingerprint
+        // 7's row is in one batch, the others in another.
+        let (first, firsts) = (UInt64Array::from(vec![Some(7)]), lists(&[Some(&[5, 6])]));
+        let others = UInt64Array::from(vec![Some(8), Some(9), None, Some(10)]);
+        let other_keys = lists(&[Some(&[1, 5, 9]), Some(&[9, 10]), Some(&[2, 3]), None]);
+        let kept = trim_keys(&[(&first, &firsts), (&others, &other_keys)], &index);
+        assert_eq!(values(&kept[0], 0), [5, 6]);
+        assert_eq!((values(&kept[1], 0), values(&kept[1], 1), values(&kept[1], 2)), (vec![1, 5], vec![], vec![2]));
+        assert!(kept[1].is_null(3));
+    }
+
+    #[test]
+    fn derived_keys_are_the_stored_keys() {
+        // Keys derived from a fetched term set are those 40_fingerprints.sql
+        // stored for it (`minhash_keys`, the same function), trimmed.
+        let plan = MinHashPlan::new(8, 2).unwrap();
+        let (tonight, same_story, other) = ((0..20).collect::<Vec<u64>>(), (2..22).collect::<Vec<u64>>(), (100..120).collect::<Vec<u64>>());
+        let index = NightIndex::new(None, [(7u64, &plan.keys(&tonight)[..])]);
+        let mut sets = ListBuilder::new(UInt64Builder::new());
+        for set in [&same_story, &other] {
+            sets.values().append_slice(set);
+            sets.append(true);
+        }
+        let schema = Schema::new(vec![Field::new("simhash", DataType::UInt64, true), Field::new("term_set", keys_type(), true)]);
+        let columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(vec![8, 9])), Arc::new(sets.finish())];
+        let rows = RecordBatch::try_new(Arc::new(schema), columns).unwrap();
+        let kept = keys_meeting_tonight(&[rows], plan, &index, std::time::Instant::now()).unwrap();
+        let kept = kept[0].as_list::<i32>();
+        let shared: Vec<u64> = plan.keys(&same_story).into_iter().filter(|k| plan.keys(&tonight).contains(k)).collect();
+        assert!(!shared.is_empty() && shared.len() < 8, "{shared:?}");
+        assert_eq!(values(kept, 0), shared);
+        assert_eq!(values(kept, 1), Vec::<u64>::new());
     }
 }

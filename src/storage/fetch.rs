@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use datafusion::arrow::array::{Array, AsArray, BooleanArray, ListArray, RecordBatch, UInt64Array};
+use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch, UInt64Array};
 use datafusion::arrow::compute::{cast, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, SchemaRef, UInt64Type};
 use datafusion::prelude::SessionContext;
@@ -29,7 +29,6 @@ use parquet::file::page_index::column_index::ColumnIndexMetaData;
 
 use super::locate;
 use crate::error::{Error, Result};
-use crate::minhash::{all_narrow, narrow};
 
 /// What a fetch read: bytes of pages and footers, objects opened, rows kept.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -147,13 +146,15 @@ const FILES_AT_ONCE: usize = 4;
 /// when its flag says so: `wanted[i]` is for `files[i]`, and a file with
 /// nothing wanted is not opened. Returns the rows (in file order), the schema
 /// of the files (of the first file opened, or of the last file when none
-/// is wanted), and what was read. `take` says which of the wanted rows.
+/// is wanted), and what was read. `take` says which of the wanted rows;
+/// the columns named in `leave_out` are neither read nor returned.
 pub async fn rows_by_key(
     ctx: &SessionContext,
     files: &[String],
     column: &str,
     wanted: &[(Vec<u64>, bool)],
     take: Take,
+    leave_out: &'static [&'static str],
 ) -> Result<(Vec<RecordBatch>, Option<SchemaRef>, Fetched)> {
     let bytes = Arc::new(AtomicU64::new(0));
     let mut opened: Vec<usize> = (0..files.len()).filter(|&i| !wanted[i].0.is_empty() || wanted[i].1).collect();
@@ -168,7 +169,7 @@ pub async fn rows_by_key(
         let (url, column, wanted, bytes) = (files[i].clone(), column.to_string(), wanted[i].clone(), bytes.clone());
         tasks.push(async move {
             let reader = Counting::open(store, path, &url, bytes).await?;
-            file_rows_by_key(reader, url, column, wanted, take).await
+            file_rows_by_key(reader, url, (column, leave_out), wanted, take).await
         });
     }
     let mut results = futures::stream::iter(tasks.into_iter().map(tokio::spawn)).buffered(FILES_AT_ONCE);
@@ -185,11 +186,12 @@ pub async fn rows_by_key(
     Ok((batches, schema, fetched))
 }
 
-/// The wanted rows of one file (see [`rows_by_key`]), with its schema.
+/// The wanted rows of one file (see [`rows_by_key`]), with its schema
+/// (without the columns left out).
 async fn file_rows_by_key(
     mut reader: Counting,
     url: String,
-    column: String,
+    (column, leave_out): (String, &[&str]),
     wanted: (Vec<u64>, bool),
     take: Take,
 ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
@@ -198,7 +200,8 @@ async fn file_rows_by_key(
     let metadata = ArrowReaderMetadata::load_async(&mut reader, options)
         .await
         .map_err(|e| Error::input(format!("'{url}' is not a readable Parquet file: {e}")))?;
-    let schema = metadata.schema().clone();
+    let roots: Vec<usize> = (0..metadata.schema().fields().len()).filter(|&c| !leave_out.contains(&metadata.schema().field(c).name().as_str())).collect();
+    let schema = Arc::new(metadata.schema().project(&roots)?);
     let meta = metadata.metadata().clone();
     let leaf = |name: &str| {
         let columns = meta.file_metadata().schema_descr().columns();
@@ -223,7 +226,9 @@ async fn file_rows_by_key(
         let within = Within { metadata: metadata.clone(), groups: groups.clone(), selection };
         selection = first_per(reader.clone(), within, columns, wanted, nulls).await.map_err(cannot_read)?;
     }
+    let projection = ProjectionMask::roots(meta.file_metadata().schema_descr(), roots);
     let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata)
+        .with_projection(projection)
         .with_row_groups(groups)
         .with_row_selection(selection)
         .build()
@@ -312,29 +317,6 @@ async fn first_per(reader: Counting, within: Within, columns: Columns<'_>, wante
     Ok(RowSelection::from_consecutive_ranges(kept.into_iter(), total))
 }
 
-/// `batch` with the MinHash keys of its `minhash` column (if any) narrowed
-/// to today's width ([`crate::minhash::narrow`]): rows fetched from a store
-/// written before keys were cut to 48 bits then meet tonight's keys.
-pub fn narrow_minhash(batch: RecordBatch) -> Result<RecordBatch> {
-    let Ok(i) = batch.schema().index_of("minhash") else {
-        return Ok(batch);
-    };
-    let Some(lists) = batch.column(i).as_list_opt::<i32>() else {
-        return Ok(batch);
-    };
-    let Some(keys) = lists.values().as_primitive_opt::<UInt64Type>() else {
-        return Ok(batch);
-    };
-    if all_narrow(keys.values()) {
-        return Ok(batch);
-    }
-    let narrowed: UInt64Array = keys.unary(narrow);
-    let (field, offsets, _, nulls) = lists.clone().into_parts();
-    let mut columns = batch.columns().to_vec();
-    columns[i] = Arc::new(ListArray::new(field, offsets, Arc::new(narrowed), nulls));
-    Ok(RecordBatch::try_new(batch.schema(), columns)?)
-}
-
 /// Rows and bytes of one Parquet file, from its footer.
 pub async fn file_rows(ctx: &SessionContext, url: &str) -> Result<(u64, u64)> {
     let mut reader = open(ctx, url, Arc::new(AtomicU64::new(0))).await?;
@@ -392,10 +374,26 @@ mod tests {
         let file = segment(dir.path());
         let ctx = SessionContext::new();
         let wanted = [(vec![2, 5], false)];
-        let (all, _, _) = rows_by_key(&ctx, std::slice::from_ref(&file), "simhash", &wanted, Take::All).await.unwrap();
+        let (all, _, _) = rows_by_key(&ctx, std::slice::from_ref(&file), "simhash", &wanted, Take::All, &[]).await.unwrap();
         assert_eq!(ids(&all), ["2", "3", "4", "5", "6", "7"]);
-        let (first, _, fetched) = rows_by_key(&ctx, &[file], "simhash", &wanted, Take::FirstPer("run")).await.unwrap();
+        let (first, _, fetched) = rows_by_key(&ctx, &[file], "simhash", &wanted, Take::FirstPer("run"), &[]).await.unwrap();
         assert_eq!(ids(&first), ["2", "3", "6"]);
         assert_eq!(fetched.rows, 3);
+    }
+
+    #[tokio::test]
+    async fn columns_left_out_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = segment(dir.path());
+        let ctx = SessionContext::new();
+        let wanted = [(vec![2, 5], false)];
+        let (all, schema, whole) = rows_by_key(&ctx, std::slice::from_ref(&file), "simhash", &wanted, Take::FirstPer("run"), &[]).await.unwrap();
+        let (some, narrow, fewer) = rows_by_key(&ctx, &[file], "simhash", &wanted, Take::FirstPer("run"), &["id"]).await.unwrap();
+        let names = |s: &SchemaRef| s.fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>();
+        assert_eq!((names(&schema.unwrap()), names(&narrow.unwrap())), (vec!["simhash".to_string(), "run".into(), "id".into()], vec!["simhash".to_string(), "run".into()]));
+        assert!(some.iter().all(|b| b.num_columns() == 2));
+        assert_eq!(fewer.rows, whole.rows);
+        assert!(fewer.bytes < whole.bytes, "{} bytes with the column, {} without", whole.bytes, fewer.bytes);
+        assert_eq!(all.iter().map(|b| b.column(0).clone()).collect::<Vec<_>>(), some.iter().map(|b| b.column(0).clone()).collect::<Vec<_>>());
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, AsArray, ListArray, UInt64Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListArray, UInt64Array};
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::datatypes::{DataType, Field, UInt64Type};
 use datafusion::common::{plan_err, DataFusionError, Result};
@@ -12,6 +12,33 @@ use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs,
 use super::args::{doc, finish, scalar_u32, to_arrays};
 use super::term_set::{as_sets, coerce_set, set_values};
 use crate::minhash::MinHashPlan;
+
+/// The type of a row's band keys.
+pub(crate) fn keys_type() -> DataType {
+    DataType::List(Arc::new(Field::new("item", DataType::UInt64, true)))
+}
+
+/// The band keys of each term set of `sets` under `plan` (an empty list for
+/// an empty set, NULL for NULL): the column `minhash_keys` makes, also used
+/// to derive a stored row's keys again from its term set, which costs less
+/// than reading them.
+pub(crate) fn keys_of_sets(plan: MinHashPlan, sets: &ArrayRef, function: &str) -> Result<ListArray> {
+    let sets = as_sets(sets)?;
+    let values = sets.values().as_primitive::<UInt64Type>().clone();
+    let mut hasher = plan.hasher();
+    let mut keys = Vec::with_capacity(sets.len() * plan.bands as usize);
+    let mut offsets = Vec::with_capacity(sets.len() + 1);
+    offsets.push(0i32);
+    for i in 0..sets.len() {
+        // An empty set has no minima: it gets no keys.
+        if let Some(set) = set_values(&sets, &values, i, function)? {
+            hasher.keys_into(set, &mut keys);
+        }
+        offsets.push(keys.len() as i32);
+    }
+    let field = Arc::new(Field::new("item", DataType::UInt64, true));
+    Ok(ListArray::new(field, OffsetBuffer::new(offsets.into()), Arc::new(UInt64Array::from(keys)), sets.nulls().cloned()))
+}
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct MinhashKeys {
@@ -40,28 +67,14 @@ impl ScalarUDFImpl for MinhashKeys {
         }
     }
     fn return_type(&self, _: &[DataType]) -> Result<DataType> {
-        Ok(DataType::List(Arc::new(Field::new("item", DataType::UInt64, true))))
+        Ok(keys_type())
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let bands = scalar_u32(&args.args, 1, self.name(), "bands")?;
         let rows = scalar_u32(&args.args, 2, self.name(), "rows")?;
         let plan = MinHashPlan::new(bands, rows).map_err(|e| DataFusionError::Execution(format!("minhash_keys: {e}")))?;
         let (arrays, all_scalar) = to_arrays(&args.args[..1], args.number_rows)?;
-        let sets = as_sets(&arrays[0])?;
-        let values = sets.values().as_primitive::<UInt64Type>().clone();
-        let mut hasher = plan.hasher();
-        let mut keys = Vec::with_capacity(sets.len() * plan.bands as usize);
-        let mut offsets = Vec::with_capacity(sets.len() + 1);
-        offsets.push(0i32);
-        for i in 0..sets.len() {
-            // An empty set has no minima: it gets no keys.
-            if let Some(set) = set_values(&sets, &values, i, self.name())? {
-                hasher.keys_into(set, &mut keys);
-            }
-            offsets.push(keys.len() as i32);
-        }
-        let field = Arc::new(Field::new("item", DataType::UInt64, true));
-        let list = ListArray::new(field, OffsetBuffer::new(offsets.into()), Arc::new(UInt64Array::from(keys)), sets.nulls().cloned());
+        let list = keys_of_sets(plan, &arrays[0], self.name())?;
         finish(Arc::new(list), all_scalar)
     }
     fn documentation(&self) -> Option<&Documentation> {

@@ -22,7 +22,7 @@ mod idf_simhash;
 mod jaccard_pairs;
 mod line_hashes;
 mod list_length;
-mod minhash_keys;
+pub(crate) mod minhash_keys;
 pub(crate) mod night_partners;
 mod numeric;
 mod simhash;
