@@ -43,14 +43,20 @@ fn needed_overlap(n: usize, m: usize, t: f64) -> i64 {
 }
 
 /// Every pair `(i, j)`, `i < j`, of `sets` (sorted, distinct term hashes)
-/// with Jaccard similarity at least `t` (0 < t ≤ 1) for which `wanted(i, j)`
-/// holds, in ascending order.
-pub fn jaccard_pairs(sets: &[&[u64]], t: f64, wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
+/// with Jaccard similarity at least `t` (0 < t ≤ 1), at least one of them
+/// `tonight`, for which `wanted(i, j)` holds, in ascending order.
+///
+/// Sets not of tonight (a store's, in a hot bucket that one of tonight's
+/// posts shares) are never compared with each other: their own pairs were
+/// found on earlier nights. They are posted apart, and only a set of
+/// tonight's looks them up.
+pub fn jaccard_pairs(sets: &[&[u64]], t: f64, tonight: impl Fn(usize) -> bool, wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
     let ranked = rank_rarest_first(sets);
     let mut order: Vec<usize> = (0..sets.len()).filter(|&i| !sets[i].is_empty()).collect();
     order.sort_by_key(|&i| (sets[i].len(), i));
-    // Prefix postings: term rank → (set, position), sets in size order.
-    let mut postings: Vec<Vec<(u32, u32)>> = vec![Vec::new(); ranked.terms];
+    // Prefix postings, tonight's and the others': term rank → (set,
+    // position), sets in size order.
+    let mut postings: [Vec<Vec<(u32, u32)>>; 2] = [vec![Vec::new(); ranked.terms], vec![Vec::new(); ranked.terms]];
     // Overlap met so far with each earlier set (PRUNED once dropped).
     const PRUNED: i64 = i64::MIN / 2;
     let mut met = vec![0i64; sets.len()];
@@ -60,8 +66,12 @@ pub fn jaccard_pairs(sets: &[&[u64]], t: f64, wanted: impl Fn(usize, usize) -> b
         let n = terms.len();
         let prefix = n - least_overlap(n, t) + 1;
         let smallest = t * n as f64 - SLACK;
+        let (ours, looked_up) = match tonight(x) {
+            true => (0, &postings[..]),
+            false => (1, &postings[..1]),
+        };
         for (i, &w) in terms[..prefix].iter().enumerate() {
-            for &(y, j) in &postings[w as usize] {
+            for &(y, j) in looked_up.iter().flat_map(|p| &p[w as usize]) {
                 let (y, j) = (y as usize, j as usize);
                 let m = ranked.sets[y].len();
                 if (m as f64) < smallest || met[y] == PRUNED {
@@ -81,7 +91,7 @@ pub fn jaccard_pairs(sets: &[&[u64]], t: f64, wanted: impl Fn(usize, usize) -> b
             met[y] = 0;
         }
         for (i, &w) in terms[..prefix].iter().enumerate() {
-            postings[w as usize].push((x as u32, i as u32));
+            postings[ours][w as usize].push((x as u32, i as u32));
         }
     }
     pairs.sort_unstable();
@@ -158,7 +168,7 @@ mod tests {
             let views: Vec<&[u64]> = sets.iter().map(Vec::as_slice).collect();
             for t in [0.1, 1.0 / 3.0, 0.5, 0.6, 2.0 / 3.0, 0.75, 0.8, 1.0] {
                 let expected = brute_force(&sets, t, |_, _| true);
-                assert_eq!(jaccard_pairs(&views, t, |_, _| true), expected, "n {n}, vocabulary {vocabulary}, t {t}");
+                assert_eq!(jaccard_pairs(&views, t, |_| true, |_, _| true), expected, "n {n}, vocabulary {vocabulary}, t {t}");
             }
             assert!(!brute_force(&sets, 0.5, |_, _| true).is_empty());
         }
@@ -171,8 +181,11 @@ mod tests {
         let views: Vec<&[u64]> = sets.iter().map(Vec::as_slice).collect();
         // As in a store night: a pair needs one of tonight's sets (even indices here).
         let tonight = |i: usize, j: usize| i % 2 == 0 || j % 2 == 0;
-        let found = jaccard_pairs(&views, 0.5, tonight);
+        let found = jaccard_pairs(&views, 0.5, |i| i % 2 == 0, |_, _| true);
         assert_eq!(found, brute_force(&sets, 0.5, tonight));
+        // And a predicate on top: pairs of different parity only.
+        let mixed = |i: usize, j: usize| (i + j) % 2 == 1;
+        assert_eq!(jaccard_pairs(&views, 0.5, |i| i % 2 == 0, mixed), brute_force(&sets, 0.5, mixed));
         assert!(found.len() < brute_force(&sets, 0.5, |_, _| true).len());
     }
 
@@ -180,9 +193,9 @@ mod tests {
     fn small_cases_and_bounds() {
         let sets: Vec<&[u64]> = vec![&[], &[1], &[1, 2], &[1, 2, 3], &[5, 6], &[1, 2]];
         // {1} and {1,2} meet at 0.5; {1,2} and {1,2,3} at 2/3; the two {1,2} at 1.
-        assert_eq!(jaccard_pairs(&sets, 0.5, |_, _| true), [(1, 2), (1, 5), (2, 3), (2, 5), (3, 5)]);
-        assert_eq!(jaccard_pairs(&sets, 1.0, |_, _| true), [(2, 5)]);
-        assert!(jaccard_pairs(&[], 0.5, |_, _| true).is_empty());
+        assert_eq!(jaccard_pairs(&sets, 0.5, |_| true, |_, _| true), [(1, 2), (1, 5), (2, 3), (2, 5), (3, 5)]);
+        assert_eq!(jaccard_pairs(&sets, 1.0, |_| true, |_, _| true), [(2, 5)]);
+        assert!(jaccard_pairs(&[], 0.5, |_| true, |_, _| true).is_empty());
         assert_eq!(least_overlap(3, 0.5), 2);
         assert_eq!(least_overlap(4, 0.5), 2);
         assert_eq!(needed_overlap(2, 3, 0.5), 2);

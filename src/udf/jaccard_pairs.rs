@@ -126,6 +126,6 @@ fn group_pairs(fingerprints: &ArrayRef, sets: &ArrayRef, flags: &ArrayRef, t: f6
     let values = sets.values().as_primitive::<UInt64Type>().clone();
     let views = (0..sets.len()).map(|i| Ok(set_values(&sets, &values, i, "jaccard_pairs")?.unwrap_or(&[]))).collect::<Result<Vec<_>>>()?;
     let (f, tonight) = (fingerprints.values(), |i: usize| flags.is_valid(i) && flags.value(i));
-    let wanted = |i: usize, j: usize| (tonight(i) || tonight(j)) && f[i] != f[j];
-    Ok(jaccard_pairs(&views, t, wanted).into_iter().map(|(i, j)| (f[i], f[j])).collect())
+    let wanted = |i: usize, j: usize| f[i] != f[j];
+    Ok(jaccard_pairs(&views, t, tonight, wanted).into_iter().map(|(i, j)| (f[i], f[j])).collect())
 }
