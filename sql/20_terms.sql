@@ -1,8 +1,9 @@
 -- Stage 1: normalise and segment every document exactly once ({{boilerplate}}
 -- is NULL, or the boilerplate lines of 15_boilerplate_lines.sql).
 -- term_stats gives, per distinct kept term: term, hash, count, tf and the
--- factors of the improved weight (cx, len, logo, title). The result goes to
--- the run's work folder and is read twice below: for the corpus document
+-- factors of the improved weight (cx, len, logo, title). The result is a
+-- work table (in memory, or in the run's work folder under a memory limit:
+-- docs/design.md, "Work files") and is read twice below: for the corpus document
 -- frequencies and for the weights. The job runs this statement with small
 -- scan batches dealt round robin to every core (see the runner). Row groups
 -- of 1,024 documents let both readers spread the file over every core (one

@@ -14,7 +14,8 @@
 -- Each fingerprint's first document is found by an aggregate (the least
 -- `source || chr(0) || id`, which orders as (source, id) does) and joined
 -- back: a ranking window sorted every row with its term set and keys.
--- Written once to the work folder, in row groups of 65,536 rows: the
+-- Made once, a work table (in the work folder, under a memory limit, in
+-- row groups of 65,536 rows): the
 -- MinHash candidates and both sides of the check read it, on every core.
 COPY (
   WITH tonights AS (

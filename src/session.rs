@@ -91,12 +91,27 @@ pub enum Role {
     Cluster,
 }
 
+/// Marks a session whose work tables stay in memory: an embedded run with
+/// no memory limit. Under a limit they are Parquet files in the work
+/// folder, which the engine reads back in bounded memory, and on a cluster
+/// they are files that every executor can read.
+#[derive(Debug)]
+pub struct WorkInMemory;
+
+/// Whether `ctx`'s work tables stay in memory ([`WorkInMemory`]).
+pub fn work_in_memory(ctx: &datafusion::prelude::SessionContext) -> bool {
+    ctx.state().config().get_extension::<WorkInMemory>().is_some()
+}
+
 /// The session state of `role` with `config`: every role's has neardup's
 /// functions and object stores.
 pub fn state(role: Role, config: SessionConfig) -> datafusion::error::Result<SessionState> {
     let builder = match role {
         Role::Embedded { memory_limit } => SessionStateBuilder::new()
-            .with_config(config)
+            .with_config(match memory_limit {
+                None => config.with_extension(Arc::new(WorkInMemory)),
+                Some(_) => config,
+            })
             .with_runtime_env(runtime_env(None, memory_limit)?)
             .with_default_features(),
         Role::Client => SessionStateBuilder::new().with_default_features().with_config(config).with_runtime_env(runtime_env(None, None)?),

@@ -39,3 +39,20 @@ fn output_does_not_depend_on_partitions_or_batches() {
         assert_eq!(std::fs::read(one.join(&file)).unwrap(), std::fs::read(again.join(&file)).unwrap(), "{file} differs between runs");
     }
 }
+
+#[test]
+fn work_tables_in_memory_or_on_disk_give_the_same_bytes() {
+    // Without a memory limit the work tables stay in memory; under one they
+    // are Parquet files in the work folder. The outputs are byte-identical.
+    let dir = tempfile::tempdir().unwrap();
+    let (memory, disk) = (dir.path().join("memory"), dir.path().join("disk"));
+    run(&memory, &[]);
+    run(&disk, &["--memory-limit", "1G"]);
+    for name in ["fingerprints", "pairs", "clusters"] {
+        let file = format!("{name}/part-00000.parquet");
+        let bytes = std::fs::read(memory.join(&file)).unwrap();
+        assert!(bytes.len() > 1000, "{file} is nearly empty");
+        assert_eq!(bytes, std::fs::read(disk.join(&file)).unwrap(), "{file} differs between work tables in memory and on disk");
+    }
+    assert!(!table(&memory, "pairs", &["id_a"])[0].is_empty(), "the sample has pairs");
+}

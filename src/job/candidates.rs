@@ -6,7 +6,7 @@ use datafusion::prelude::SessionContext;
 
 use super::config::{Candidates, JoinOptions};
 use super::progress::Progress;
-use super::query::{collect, column_u64, scalar_u64};
+use super::query::{collect, column_u64, scalar_u64, work_table};
 use super::sql::{self, render, table, Param};
 use super::summary::{BandPlanSummary, Summary};
 use super::tables::{components_parquet, view_without};
@@ -135,17 +135,14 @@ pub(super) async fn near_pairs(
 /// view `tonight`) and the stored ones, written to the work folder.
 pub(super) async fn term_sets(ctx: &SessionContext, out: &OutputDir, tonight: &str) -> Result<()> {
     let path = out.staged("_work/term_sets.parquet");
-    collect(ctx, &render(sql::TERM_SETS, &[("tonight", Param::Ident(tonight)), ("path", Param::Text(&path))])).await?;
-    register_parquet(ctx, table::TERM_SETS, &path).await?;
-    Ok(())
+    work_table(ctx, &render(sql::TERM_SETS, &[("tonight", Param::Ident(tonight)), ("path", Param::Text(&path))]), &path, table::TERM_SETS).await
 }
 
 /// The MinHash candidates (sql/51_minhash_buckets.sql, then
 /// sql/52_minhash_candidates.sql), into `_work/candidates/`.
 async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir) -> Result<()> {
     let buckets = out.staged("_work/minhash_buckets.parquet");
-    collect(ctx, &render(sql::MINHASH_BUCKETS, &[("path", Param::Text(&buckets))])).await?;
-    register_parquet(ctx, table::MINHASH_BUCKETS, &buckets).await?;
+    work_table(ctx, &render(sql::MINHASH_BUCKETS, &[("path", Param::Text(&buckets))]), &buckets, table::MINHASH_BUCKETS).await?;
     let path = out.staged("_work/candidates/minhash.parquet");
     // Hot buckets give only pairs that pass a Jaccard check; other
     // checks take every pair of every bucket.

@@ -1,14 +1,19 @@
 //! Running the pipeline's statements and reading their small answers.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::arrow::array::{AsArray, RecordBatch, UInt64Array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef, UInt64Type};
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::physical_plan::displayable;
+use datafusion::dataframe::DataFrame;
+use datafusion::datasource::MemTable;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 
+use super::tables::conform;
 use crate::error::{Error, Result};
 
 /// Run one statement. With `NEARDUP_EXPLAIN=1` in the environment, print
@@ -17,24 +22,58 @@ use crate::error::{Error, Result};
 /// profiling, see docs/performance.md).
 pub(super) async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec<RecordBatch>> {
     let df = crate::statement::sql(ctx, statement).await?;
+    let partitions = run(ctx, df, statement).await?;
+    Ok(partitions.into_iter().flatten().collect())
+}
+
+/// Run a work statement, `COPY (query) TO path …` of sql/, as the work
+/// table `name`: in memory when the session keeps work tables there
+/// ([`crate::session::WorkInMemory`]), the query's partitions as they come,
+/// with nothing encoded or decoded; else written to `path` and registered.
+pub(super) async fn work_table(ctx: &SessionContext, statement: &str, path: &str, name: &str) -> Result<()> {
+    if !crate::session::work_in_memory(ctx) {
+        collect(ctx, statement).await?;
+        crate::storage::register_parquet(ctx, name, path).await?;
+        return Ok(());
+    }
+    let LogicalPlan::Copy(copy) = ctx.state().create_logical_plan(statement).await? else {
+        return Err(Error::runtime(format!("a work statement is not a COPY: {}", statement_label(statement))));
+    };
+    let query = DataFrame::new(ctx.state(), copy.input.as_ref().clone());
+    let schema = as_read_back(query.schema().as_arrow());
+    let partitions = run(ctx, query, statement).await?;
+    let partitions = partitions.iter().map(|p| p.iter().map(|b| conform(b, &schema)).collect()).collect::<Result<_>>()?;
+    ctx.register_table(name, Arc::new(MemTable::try_new(schema, partitions)?))?;
+    Ok(())
+}
+
+/// `schema` as the engine reads it back from Parquet: strings and binaries
+/// as views (`datafusion.execution.parquet.schema_force_view_types`), so
+/// that statements over a work table plan, and write, the same in memory as
+/// from a file.
+fn as_read_back(schema: &Schema) -> SchemaRef {
+    let view = |f: &FieldRef| match f.data_type() {
+        DataType::Utf8 | DataType::LargeUtf8 => Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8View)),
+        DataType::Binary | DataType::LargeBinary => Arc::new(f.as_ref().clone().with_data_type(DataType::BinaryView)),
+        _ => f.clone(),
+    };
+    Arc::new(Schema::new_with_metadata(schema.fields().iter().map(view).collect::<Vec<_>>(), schema.metadata().clone()))
+}
+
+/// Run `df` (planned from `statement`), partition by partition; see [`collect`].
+async fn run(ctx: &SessionContext, df: DataFrame, statement: &str) -> Result<Vec<Vec<RecordBatch>>> {
     let explain = std::env::var("NEARDUP_EXPLAIN").unwrap_or_default();
     let started = Instant::now();
-    let batches = match explain.as_str() {
-        "1" | "analyze" => {
-            let plan = df.create_physical_plan().await?;
-            if explain == "1" {
-                eprintln!("neardup: plan of\n{statement}\n{}", displayable(plan.as_ref()).indent(true));
-            }
-            let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx()).await?;
-            if explain == "analyze" {
-                eprintln!("neardup: plan and metrics of\n{statement}\n{}", DisplayableExecutionPlan::with_metrics(plan.as_ref()).indent(true));
-            }
-            batches
-        }
-        _ => df.collect().await?,
-    };
+    let plan = df.create_physical_plan().await?;
+    if explain == "1" {
+        eprintln!("neardup: plan of\n{statement}\n{}", displayable(plan.as_ref()).indent(true));
+    }
+    let partitions = datafusion::physical_plan::collect_partitioned(plan.clone(), ctx.task_ctx()).await?;
+    if explain == "analyze" {
+        eprintln!("neardup: plan and metrics of\n{statement}\n{}", DisplayableExecutionPlan::with_metrics(plan.as_ref()).indent(true));
+    }
     log::debug!("{:>6} ms  {}", started.elapsed().as_millis(), statement_label(statement));
-    Ok(batches)
+    Ok(partitions)
 }
 
 /// A statement's first words after its comments, for the debug log.
@@ -73,18 +112,22 @@ pub(super) async fn scalar_u64(ctx: &SessionContext, statement: &str) -> Result<
     Ok(column_u64(batch, 0)?.value(0))
 }
 
-/// Run `statement` with session settings changed, restoring them afterwards.
-pub(super) async fn collect_with(ctx: &SessionContext, settings: &[(&str, &str)], statement: &str) -> Result<Vec<RecordBatch>> {
+/// [`work_table`] with session settings changed, restoring them afterwards.
+pub(super) async fn work_table_with(ctx: &SessionContext, settings: &[(&str, &str)], statement: &str, path: &str, name: &str) -> Result<()> {
+    let previous = change_settings(ctx, settings).await?;
+    let result = work_table(ctx, statement, path, name).await;
+    change_settings(ctx, &previous.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>()).await?;
+    result
+}
+
+/// Set each of `settings`; returns what they were.
+async fn change_settings(ctx: &SessionContext, settings: &[(&str, &str)]) -> Result<Vec<(String, String)>> {
     let options = ctx.state().config().options().clone();
     let mut previous = Vec::new();
     for (key, value) in settings {
         let old = options.entries().into_iter().find(|e| e.key == *key).and_then(|e| e.value);
-        previous.push((key, old.ok_or_else(|| Error::runtime(format!("no engine setting {key}")))?));
+        previous.push((key.to_string(), old.ok_or_else(|| Error::runtime(format!("no engine setting {key}")))?));
         collect(ctx, &format!("SET {key} = {value}")).await?;
     }
-    let result = collect(ctx, statement).await;
-    for (key, old) in previous {
-        collect(ctx, &format!("SET {key} = {old}")).await?;
-    }
-    result
+    Ok(previous)
 }

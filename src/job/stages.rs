@@ -5,7 +5,7 @@
 use datafusion::prelude::SessionContext;
 
 use super::context::Run;
-use super::query::{collect, collect_with, column_u64, scalar_u64};
+use super::query::{collect, column_u64, scalar_u64, work_table_with};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
 use super::tables::{materialize, FileMetadata, METADATA_KEY};
@@ -46,7 +46,7 @@ pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>) 
     if run.progress.shows_bar() {
         run.progress.begin("segment", Some(scalar_u64(ctx, "SELECT count(*) FROM documents").await?));
     }
-    collect_with(
+    work_table_with(
         ctx,
         SEGMENTATION_SETTINGS,
         &render(
@@ -60,9 +60,10 @@ pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>) 
                 ("path", Param::Text(&terms_path)),
             ],
         ),
+        &terms_path,
+        table::TERMS,
     )
     .await?;
-    register_parquet(ctx, table::TERMS, &terms_path).await?;
     let corpus_n = scalar_u64(ctx, &render(sql::CORPUS_SIZE, &[])).await?;
     run.progress.done("segment", format!("{corpus_n} documents with terms"));
     Ok(corpus_n)
@@ -131,6 +132,8 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
         ("keep_key", Param::Sql(run.job.keep_key())),
     ];
     materialize(run.ctx, sql::FINGERPRINTS, &params, &fp_path, table::FINGERPRINTS, Some(&meta)).await?;
+    // Nothing reads the terms after this: held in memory, they go now.
+    run.ctx.deregister_table(table::TERMS)?;
     run.progress.done("fingerprints", format!("weighting {}", fp.weighting));
     Ok(meta)
 }
