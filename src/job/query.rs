@@ -47,17 +47,37 @@ pub(super) async fn work_table(ctx: &SessionContext, statement: &str, path: &str
     Ok(())
 }
 
+/// Register `batches` (of `schema`), made by the client, as the work table
+/// `name`: in memory as [`work_table`] keeps its tables, else written to
+/// `file` in the work folder of `out`.
+pub(super) async fn work_batches(ctx: &SessionContext, out: &crate::storage::OutputDir, (name, file): (&str, &str), (schema, batches): (SchemaRef, Vec<RecordBatch>)) -> Result<()> {
+    if crate::session::work_in_memory(ctx) {
+        let schema = as_read_back(&schema);
+        let batches = batches.iter().map(|b| conform(b, &schema)).collect::<Result<Vec<_>>>()?;
+        ctx.register_table(name, Arc::new(MemTable::try_new(schema, vec![batches])?))?;
+        return Ok(());
+    }
+    out.put(file, super::tables::write_batches(schema, &batches)?).await?;
+    crate::storage::register_parquet(ctx, name, &out.staged(file)).await?;
+    Ok(())
+}
+
 /// `schema` as the engine reads it back from Parquet: strings and binaries
-/// as views (`datafusion.execution.parquet.schema_force_view_types`), so
-/// that statements over a work table plan, and write, the same in memory as
-/// from a file.
+/// as views (`datafusion.execution.parquet.schema_force_view_types`) and no
+/// metadata, of the schema or of a field (`skip_metadata`), so that
+/// statements over a work table plan, and write, the same in memory as from
+/// a file. (A fetched stored row's schema carries the store file's footer:
+/// kept, it reached the night's run file.)
 fn as_read_back(schema: &Schema) -> SchemaRef {
-    let view = |f: &FieldRef| match f.data_type() {
-        DataType::Utf8 | DataType::LargeUtf8 => Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8View)),
-        DataType::Binary | DataType::LargeBinary => Arc::new(f.as_ref().clone().with_data_type(DataType::BinaryView)),
-        _ => f.clone(),
+    let view = |f: &FieldRef| {
+        let f = f.as_ref().clone().with_metadata(Default::default());
+        match f.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 => f.with_data_type(DataType::Utf8View),
+            DataType::Binary | DataType::LargeBinary => f.with_data_type(DataType::BinaryView),
+            _ => f,
+        }
     };
-    Arc::new(Schema::new_with_metadata(schema.fields().iter().map(view).collect::<Vec<_>>(), schema.metadata().clone()))
+    Arc::new(Schema::new(schema.fields().iter().map(view).collect::<Vec<_>>()))
 }
 
 /// Run `df` (planned from `statement`), partition by partition; see [`collect`].

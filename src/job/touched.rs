@@ -16,16 +16,16 @@ use datafusion::prelude::SessionContext;
 
 use super::config::JoinOptions;
 use super::store_run::StoreRun;
-use super::query::{collect, collect_measured};
+use super::query::{collect, collect_measured, work_batches};
 use super::sql::{self, render, table, Param};
 use super::summary::StoreReads;
-use super::tables::{conform, create_view, write_batches};
+use super::tables::{conform, create_view};
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
 use crate::probe::NightIndex;
 use crate::minhash::MinHashPlan;
 use crate::storage::fetch::{rows_by_key, Take};
-use crate::storage::{literal, register_parquet, OutputDir};
+use crate::storage::{literal, OutputDir};
 use crate::udf::minhash_keys::{keys_of_sets, keys_type};
 use crate::udf::night_partners::index as night_index;
 
@@ -61,11 +61,9 @@ pub(super) async fn fetch_touched(
     log::debug!("{:>6} ms  fetch: {} rows chosen", started.elapsed().as_millis(), firsts.chosen.len());
     let tonight = night_index(&probed.index, &probed.version, probed.k, probed.m).map_err(Error::from)?;
     let (term_sets, rest) = work_tables(&schema, &firsts, (store.minhash, &tonight), started)?;
-    out.put("_work/stored_term_sets.parquet", term_sets).await?;
-    out.put("_work/stored.parquet", rest).await?;
-    log::debug!("{:>6} ms  fetch: stored.parquet and stored_term_sets.parquet written", started.elapsed().as_millis());
-    register_parquet(ctx, table::STORED, &out.staged("_work/stored.parquet")).await?;
-    register_parquet(ctx, table::STORED_TERM_SETS, &out.staged("_work/stored_term_sets.parquet")).await?;
+    work_batches(ctx, out, (table::STORED_TERM_SETS, "_work/stored_term_sets.parquet"), term_sets).await?;
+    work_batches(ctx, out, (table::STORED, "_work/stored.parquet"), rest).await?;
+    log::debug!("{:>6} ms  fetch: stored and stored_term_sets made", started.elapsed().as_millis());
     reads.fetch_ms = started.elapsed().as_millis() as u64;
     Ok(())
 }
@@ -120,14 +118,14 @@ async fn probe(ctx: &SessionContext, store: &StoreRun, join: &JoinOptions, out: 
     Ok(Probed { wanted, index, version, k, m })
 }
 
-/// The two work files, made at once on two cores: `stored_term_sets` (the
-/// first rows by document, with the MinHash keys of `plan` that can meet
-/// `tonight`'s) and `stored` (the chosen rows without term sets), as
-/// Parquet bytes.
-fn work_tables(schema: &SchemaRef, firsts: &FirstRows, (plan, tonight): (Option<MinHashPlan>, &NightIndex), started: std::time::Instant) -> Result<(Vec<u8>, Vec<u8>)> {
+/// The rows of the two work tables, made at once on two cores:
+/// `stored_term_sets` (the first rows by document, with the MinHash keys of
+/// `plan` that can meet `tonight`'s) and `stored` (the chosen rows without
+/// term sets).
+fn work_tables(schema: &SchemaRef, firsts: &FirstRows, (plan, tonight): (Option<MinHashPlan>, &NightIndex), started: std::time::Instant) -> Result<(Rows, Rows)> {
     let (term_sets, rest) = (columns(schema, &TERM_SET_COLUMNS)?, columns_but(schema, &["term_set"])?);
     let (term_sets, rest) = std::thread::scope(|scope| {
-        let term_sets = scope.spawn(|| -> Result<Vec<u8>> {
+        let term_sets = scope.spawn(|| -> Result<Rows> {
             let rows = firsts.gather(&firsts.by_doc, &term_sets)?;
             let keys = match plan {
                 Some(plan) => keys_meeting_tonight(&rows, plan, tonight, started)?,
@@ -138,13 +136,16 @@ fn work_tables(schema: &SchemaRef, firsts: &FirstRows, (plan, tonight): (Option<
             fields.push(Arc::new(Field::new("minhash", keys_type(), true)));
             let schema = Arc::new(Schema::new(fields));
             let rows = rows.into_iter().zip(keys).map(|(b, k)| RecordBatch::try_new(schema.clone(), [b.columns(), &[k]].concat()));
-            write_batches(schema.clone(), &rows.collect::<std::result::Result<Vec<_>, _>>()?)
+            Ok((schema.clone(), rows.collect::<std::result::Result<Vec<_>, _>>()?))
         });
-        let rest = firsts.gather(&firsts.chosen, &rest).and_then(|rows| write_batches(Arc::new(schema.project(&rest)?), &rows));
+        let rest = firsts.gather(&firsts.chosen, &rest).and_then(|rows| Ok((Arc::new(schema.project(&rest)?), rows)));
         (term_sets.join().expect("the term sets' thread does not panic"), rest)
     });
     Ok((term_sets?, rest?))
 }
+
+/// A table's schema and rows.
+type Rows = (SchemaRef, Vec<RecordBatch>);
 
 /// The fetched columns of `stored_term_sets`: what 57_term_sets.sql reads
 /// of a stored fingerprint's first document, but for its MinHash keys
