@@ -40,11 +40,9 @@ pub(super) async fn work_table(ctx: &SessionContext, statement: &str, path: &str
         return Err(Error::runtime(format!("a work statement is not a COPY: {}", statement_label(statement))));
     };
     let query = DataFrame::new(ctx.state(), copy.input.as_ref().clone());
-    let schema = as_read_back(query.schema().as_arrow());
+    let schema = query.schema().as_arrow().clone();
     let partitions = run(ctx, query, statement).await?;
-    let partitions = partitions.iter().map(|p| p.iter().map(|b| conform(b, &schema)).collect()).collect::<Result<_>>()?;
-    ctx.register_table(name, Arc::new(MemTable::try_new(schema, partitions)?))?;
-    Ok(())
+    register_in_memory(ctx, name, &schema, partitions)
 }
 
 /// Register `batches` (of `schema`), made by the client, as the work table
@@ -52,13 +50,19 @@ pub(super) async fn work_table(ctx: &SessionContext, statement: &str, path: &str
 /// `file` in the work folder of `out`.
 pub(super) async fn work_batches(ctx: &SessionContext, out: &crate::storage::OutputDir, (name, file): (&str, &str), (schema, batches): (SchemaRef, Vec<RecordBatch>)) -> Result<()> {
     if crate::session::work_in_memory(ctx) {
-        let schema = as_read_back(&schema);
-        let batches = batches.iter().map(|b| conform(b, &schema)).collect::<Result<Vec<_>>>()?;
-        ctx.register_table(name, Arc::new(MemTable::try_new(schema, vec![batches])?))?;
-        return Ok(());
+        return register_in_memory(ctx, name, &schema, vec![batches]);
     }
     out.put(file, super::tables::write_batches(schema, &batches)?).await?;
     crate::storage::register_parquet(ctx, name, &out.staged(file)).await?;
+    Ok(())
+}
+
+/// Register `partitions` (of `schema`) as the in-memory table `name`, in
+/// the types the engine would read back from a file of them.
+fn register_in_memory(ctx: &SessionContext, name: &str, schema: &Schema, partitions: Vec<Vec<RecordBatch>>) -> Result<()> {
+    let schema = as_read_back(schema);
+    let partitions = partitions.iter().map(|p| p.iter().map(|b| conform(b, &schema)).collect()).collect::<Result<_>>()?;
+    ctx.register_table(name, Arc::new(MemTable::try_new(schema, partitions)?))?;
     Ok(())
 }
 

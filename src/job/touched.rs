@@ -288,7 +288,7 @@ fn trim_keys(rows: &[(&UInt64Array, &ListArray)], index: &NightIndex) -> Vec<Lis
             kept.extend(keys.filter(|&j| all || held[j] || theirs.contains(&values[j])).map(|j| values[j]));
             ends.push(kept.len() as i32);
         }
-        let field = Arc::new(Field::new("item", DataType::UInt64, true));
+        let DataType::List(field) = keys_type() else { unreachable!("keys are a list") };
         ListArray::new(field, OffsetBuffer::new(ends.into()), Arc::new(UInt64Array::from(kept)), lists.nulls().cloned())
     };
     on_two_cores(rows, trim)
