@@ -30,6 +30,7 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, SchemaRef, UInt64Type};
 use neardup::fingerprint::hash64;
 use neardup::minhash::{mix, MinHashPlan};
+use neardup::text::shingles::SKETCH_SIZE;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use neardup::storage::sorted::{writer_properties, PAGE_ROWS};
@@ -208,6 +209,16 @@ fn write_segment(store: &Path, run: &str, schema: &SchemaRef, rows: &[Row], plan
                 }
                 None => arrow::array::new_null_array(field.data_type(), rows.len()),
             },
+            // A sketch as long as the document's would be (about one shingle
+            // per character, at most SKETCH_SIZE), of random 32-bit hashes.
+            "shingles" => list_column(rows.iter().map(|r| {
+                let n = (r.chars.max(5) - 4).min(SKETCH_SIZE as u64);
+                let seed = hash64(r.id.as_bytes());
+                let mut sketch: Vec<u64> = (0..n).map(|i| mix(seed.wrapping_add(i)) >> 32).collect();
+                sketch.sort_unstable();
+                sketch.dedup();
+                sketch
+            })),
             other => panic!("synthetic_store: no generator for column '{other}'"),
         };
         columns.push(cast(&column, field.data_type()).unwrap());

@@ -8,14 +8,17 @@
 -- scan batches dealt round robin to every core (see the runner). Row groups
 -- of 1,024 documents let both readers spread the file over every core (one
 -- row group is one scan partition). `term_count` lets 30_corpus_size.sql
--- count the documents with terms without decoding the terms.
+-- count the documents with terms without decoding the terms. `shingles`
+-- is the document's shingle sketch (src/text/shingles.rs): what the pairs'
+-- shares of shared text are measured on, carried to the fingerprints.
 COPY (
   SELECT *, list_length(terms) AS term_count
   FROM (
     SELECT source,
            id,
            CAST(character_length(text) AS BIGINT) AS n_chars{{keep_key}},
-           term_stats(text, title, {{tokenizer}}, {{analyzer_options}}, {{with_pos}}, {{boilerplate}}) AS terms
+           term_stats(text, title, {{tokenizer}}, {{analyzer_options}}, {{with_pos}}, {{boilerplate}}) AS terms,
+           shingle_sketch(text, {{boilerplate}}) AS shingles
     FROM documents
   )
 ) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '1024', 'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')

@@ -14,6 +14,8 @@
 -- Each fingerprint's first document is found by an aggregate (the least
 -- `source || chr(0) || id`, which orders as (source, id) does) and joined
 -- back: a ranking window sorted every row with its term set and keys.
+-- Its shingle sketch (`shingles`) goes with it, for the shares of shared
+-- text (55_verified_pairs.sql).
 -- Made once, a work table (in the work folder, under a memory limit, in
 -- row groups of 65,536 rows): the
 -- MinHash candidates and both sides of the check read it, on every core.
@@ -22,19 +24,19 @@ COPY (
     SELECT DISTINCT simhash FROM {{tonight}} WHERE simhash IS NOT NULL
   ),
   copies AS (
-    SELECT simhash, source || chr(0) || id AS doc, term_set, minhash FROM {{tonight}} WHERE simhash IS NOT NULL
+    SELECT simhash, source || chr(0) || id AS doc, term_set, minhash, shingles FROM {{tonight}} WHERE simhash IS NOT NULL
     UNION ALL
-    SELECT s.simhash, s.source || chr(0) || s.id, s.term_set, s.minhash
+    SELECT s.simhash, s.source || chr(0) || s.id, s.term_set, s.minhash, s.shingles
     FROM stored_term_sets s
     JOIN tonights t ON t.simhash = s.simhash
   ),
   firsts AS (
     SELECT simhash, min(doc) AS doc FROM copies GROUP BY simhash
   )
-  SELECT c.simhash, c.term_set, c.minhash, true AS tonight
+  SELECT c.simhash, c.term_set, c.minhash, c.shingles, true AS tonight
   FROM copies c JOIN firsts f ON f.simhash = c.simhash AND f.doc = c.doc
   UNION ALL
-  SELECT s.simhash, s.term_set, s.minhash, false AS tonight
+  SELECT s.simhash, s.term_set, s.minhash, s.shingles, false AS tonight
   FROM stored_term_sets s
   WHERE s.simhash IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM tonights t WHERE t.simhash = s.simhash)

@@ -10,18 +10,26 @@
 -- link the same documents as one run over all of them. In every pair
 -- (source_a, id_a) < (source_b, id_b). `similarity` is the term-set
 -- similarity of a verified near pair (NULL without verification, and for
--- identical fingerprints).
+-- identical fingerprints). `shared_a` is the share of document a's text
+-- found in document b (containment of shingle sketches), `shared_b` the
+-- reverse: of a near pair as the check measured it (55_verified_pairs.sql),
+-- or measured here on the anchors' sketches (without a check, and for
+-- identical fingerprints). NULL where a sketch is missing.
 COPY (
   WITH exact AS (
     SELECT a.source AS sx, a.id AS ix, f.source AS sy, f.id AS iy,
            CAST(0 AS INT) AS hamming,
-           CAST(NULL AS DOUBLE) AS similarity
+           CAST(NULL AS DOUBLE) AS similarity,
+           containment(a.shingles, f.shingles) AS shared_x,
+           containment(f.shingles, a.shingles) AS shared_y
     FROM eligible f
     JOIN anchors a ON f.simhash = a.simhash
     WHERE NOT (f.source = a.source AND f.id = a.id)
   ),
   near AS (
-    SELECT x.source AS sx, x.id AS ix, y.source AS sy, y.id AS iy, n.hamming, n.similarity
+    SELECT x.source AS sx, x.id AS ix, y.source AS sy, y.id AS iy, n.hamming, n.similarity,
+           COALESCE(n.shared_a, containment(x.shingles, y.shingles)) AS shared_x,
+           COALESCE(n.shared_b, containment(y.shingles, x.shingles)) AS shared_y
     FROM near_pairs n
     JOIN anchors x ON n.simhash_a = x.simhash
     JOIN anchors y ON n.simhash_b = y.simhash
@@ -35,7 +43,9 @@ COPY (
          CASE WHEN swap THEN sx ELSE sy END AS source_b,
          CASE WHEN swap THEN ix ELSE iy END AS id_b,
          hamming,
-         similarity
+         similarity,
+         CASE WHEN swap THEN shared_y ELSE shared_x END AS shared_a,
+         CASE WHEN swap THEN shared_x ELSE shared_y END AS shared_b
   FROM edges
   ORDER BY source_a, id_a, source_b, id_b
 ) TO {{path}} STORED AS PARQUET

@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::error::Result;
 use crate::job::{defaults, Candidates, Columns, DuplicateIds, OnBadFile, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
 use crate::minhash::MinHashPlan;
-use crate::sets::Verify;
+use crate::sets::{MinShared, Verify};
 use crate::distributed::{ExecutorOptions, SchedulerOptions};
 use crate::eval::EvalSpec;
 use crate::session::{parse_size, EngineOptions};
@@ -323,6 +323,11 @@ pub struct JoinArgs {
     /// Check candidates on their term sets: jaccard:T, overlap:T (overlap coefficient), or none (SimHash candidates only).
     #[arg(long, default_value_t = defaults::VERIFY, value_name = "CHECK", value_parser = parse_verify, help_heading = "Join")]
     pub verify: Verify,
+    /// Duplication policy: keep a pair only when at least this share of the shorter document's
+    /// text (its runs of five words, or of five characters in Chinese) is found in the other,
+    /// e.g. 0.5 [default: none, the check alone decides].
+    #[arg(long, value_name = "S", value_parser = parse_min_shared, help_heading = "Join")]
+    pub min_shared: Option<MinShared>,
     /// Representative of each cluster: smallest-id, longest, earliest:COLUMN or latest:COLUMN.
     #[arg(long, default_value = defaults::KEEP, value_name = "RULE", help_heading = "Join")]
     pub keep: String,
@@ -336,6 +341,10 @@ fn parse_verify(s: &str) -> std::result::Result<Verify, String> {
     s.parse()
 }
 
+fn parse_min_shared(s: &str) -> std::result::Result<MinShared, String> {
+    s.parse()
+}
+
 impl JoinArgs {
     fn options(&self) -> JoinOptions {
         JoinOptions {
@@ -344,6 +353,7 @@ impl JoinArgs {
             candidates: self.candidates,
             minhash: self.minhash,
             verify: self.verify,
+            min_shared: self.min_shared,
         }
     }
 }

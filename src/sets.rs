@@ -86,6 +86,59 @@ impl fmt::Display for Verify {
 }
 
 
+/// A duplication policy in the user's terms (`--min-shared S`): a pair is a
+/// duplicate only when at least the share S of the shorter document's text
+/// is found in the other (containment of shingle sketches,
+/// [`crate::text::shingles`]), beside the term-set check.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "f64", try_from = "f64")]
+pub struct MinShared(f64);
+
+impl MinShared {
+    pub fn value(self) -> f64 {
+        self.0
+    }
+
+    /// Whether a pair whose shares are `shared_a` and `shared_b` passes.
+    pub fn passes(self, shared_a: Option<f64>, shared_b: Option<f64>) -> bool {
+        crate::text::shingles::shares_enough(shared_a, shared_b, Some(self.0))
+    }
+}
+
+// Always a finite number in (0, 1]: equality is total.
+impl Eq for MinShared {}
+
+impl TryFrom<f64> for MinShared {
+    type Error = String;
+    fn try_from(s: f64) -> Result<MinShared, String> {
+        if s > 0.0 && s <= 1.0 {
+            Ok(MinShared(s))
+        } else {
+            Err(format!("shared share {s} is out of range: use a fraction 0 < S <= 1 of the shorter document (e.g. 0.5)"))
+        }
+    }
+}
+
+impl From<MinShared> for f64 {
+    fn from(s: MinShared) -> f64 {
+        s.0
+    }
+}
+
+impl FromStr for MinShared {
+    type Err = String;
+    fn from_str(s: &str) -> Result<MinShared, String> {
+        let value: f64 = s.parse().map_err(|_| format!("'{s}' is not a number: use a fraction 0 < S <= 1 of the shorter document (e.g. 0.5)"))?;
+        MinShared::try_from(value)
+    }
+}
+
+impl fmt::Display for MinShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// Text forms for job files and summaries, through `Display` and `FromStr`.
 macro_rules! text_form {
     ($t:ty) => {
@@ -134,16 +187,17 @@ pub fn overlap(a: &[u64], b: &[u64]) -> f64 {
     if smaller == 0 { 0.0 } else { intersection(a, b) as f64 / smaller as f64 }
 }
 
-/// Split a group of documents that share one fingerprint by their term sets
-/// (given in (source, id) order): each document joins the first subgroup
-/// whose first member it matches (`similar`), or starts a new one. The
-/// largest subgroup (on a tie, the earliest) keeps the fingerprint; the
-/// indices of every other member are returned, in order.
-pub fn split_group(sets: &[&[u64]], similar: impl Fn(&[u64], &[u64]) -> bool) -> Vec<usize> {
+/// Split a group of documents that share one fingerprint by the check
+/// (their term sets, and shared text under a policy; given in (source, id)
+/// order): each document joins the first subgroup whose first member it
+/// matches (`similar`), or starts a new one. The largest subgroup (on a
+/// tie, the earliest) keeps the fingerprint; the indices of every other
+/// member are returned, in order.
+pub fn split_group<T>(docs: &[T], similar: impl Fn(&T, &T) -> bool) -> Vec<usize> {
     let mut heads: Vec<usize> = Vec::new();
-    let mut member_of = Vec::with_capacity(sets.len());
-    for (i, set) in sets.iter().enumerate() {
-        match heads.iter().position(|&h| similar(sets[h], set)) {
+    let mut member_of = Vec::with_capacity(docs.len());
+    for (i, doc) in docs.iter().enumerate() {
+        match heads.iter().position(|&h| similar(&docs[h], doc)) {
             Some(g) => member_of.push(g),
             None => {
                 member_of.push(heads.len());
@@ -178,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_shared_fingerprint_keeps_its_largest_consistent_subgroup() {
-        let similar = |a: &[u64], b: &[u64]| jaccard(a, b) >= 0.5;
+        let similar = |a: &&[u64], b: &&[u64]| jaccard(a, b) >= 0.5;
         let (odd, doc, copy) = (&[1u64, 2, 3][..], &[7u64, 8, 9, 10][..], &[7u64, 8, 9, 11][..]);
         // The first document is the odd one out: the other two keep the fingerprint.
         assert_eq!(split_group(&[odd, doc, copy], similar), vec![0]);
@@ -186,7 +240,20 @@ mod tests {
         // All alike: nobody is rejected. A tie keeps the earliest subgroup.
         assert!(split_group(&[doc, copy, doc], similar).is_empty());
         assert_eq!(split_group(&[doc, odd], similar), vec![1]);
-        assert!(split_group(&[], similar).is_empty());
+        assert!(split_group::<&[u64]>(&[], similar).is_empty());
+    }
+
+    #[test]
+    fn a_policy_is_a_fraction_of_the_shorter_document() {
+        assert_eq!("0.5".parse::<MinShared>().map(MinShared::value), Ok(0.5));
+        for bad in ["0", "1.5", "-0.1", "half", "NaN"] {
+            assert!(bad.parse::<MinShared>().is_err(), "{bad}");
+        }
+        let half = MinShared::try_from(0.5).unwrap();
+        assert!(half.passes(Some(0.1), Some(0.5)));
+        assert!(!half.passes(Some(0.49), None));
+        assert_eq!(serde_json::to_string(&half).unwrap(), "0.5");
+        assert!(serde_json::from_str::<MinShared>("2.0").is_err());
     }
 
     #[test]

@@ -457,3 +457,71 @@ fn top_k_lets_only_the_heaviest_terms_vote() {
     assert!(same_short > 0 && changed_long > 100, "{same_short} short kept, {changed_long} long changed");
     exits_with(&dedup(&dir.path().join("bad"), &["--top-k", "0"]), 2, &["top_k = 0"]);
 }
+
+/// Every pair carries how much of each side's text the other holds
+/// (`shared_a`, `shared_b`), and `--min-shared` keeps only the pairs whose
+/// shorter document is found in the other to that share: on the sample's
+/// planted copies, copies that only change spacing, width or punctuation
+/// share all their text, a copy that drops a sentence or gains a site tag
+/// holds all of the shorter text, and a copy with edited numbers less.
+#[test]
+fn pairs_carry_their_shared_text_and_a_policy_governs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(&dedup(&out, &[]));
+    let all = shares(&out);
+    let edits: std::collections::BTreeMap<(String, String), String> =
+        truth().into_iter().flat_map(|(a, b, e)| [((a.clone(), b.clone()), e.clone()), ((b, a), e)]).collect();
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    for ((a, b), (shared_a, shared_b)) in &all {
+        let Some(edit) = edits.get(&(a.clone(), b.clone())) else { continue };
+        *seen.entry(edit.clone()).or_default() += 1;
+        let (low, high) = (shared_a.min(*shared_b), shared_a.max(*shared_b));
+        match edit.as_str() {
+            "exact_copy" | "same_source_copy" | "spacing" | "width_and_punctuation" => assert_eq!((low, high), (1.0, 1.0), "{a} {b} {edit}"),
+            "last_sentence_dropped" | "boilerplate" => assert!(high == 1.0 && low < 1.0, "{a} {b} {edit}: {low} {high}"),
+            "number_edit" => assert!(high < 1.0 && high > 0.5, "{a} {b} {edit}: {low} {high}"),
+            _ => {}
+        }
+    }
+    for edit in ["exact_copy", "spacing", "width_and_punctuation", "last_sentence_dropped", "boilerplate", "number_edit"] {
+        assert!(seen.get(edit).copied().unwrap_or(0) >= 5, "pairs of '{edit}' seen: {seen:?}");
+    }
+    let s = summary(&out);
+    assert_eq!(s["min_shared"], serde_json::Value::Null);
+    let by_share: u64 = s["shared_text"]["pairs_by_share"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).sum();
+    assert_eq!(by_share + s["shared_text"]["unmeasured"].as_u64().unwrap(), s["pairs"].as_u64().unwrap(), "{s}");
+
+    // The policy: the shorter text found whole in the other.
+    let strict = dir.path().join("strict");
+    ok(&dedup(&strict, &["--min-shared", "1.0"]));
+    let kept = shares(&strict);
+    assert!(kept.values().all(|(a, b)| a.max(*b) == 1.0), "every kept pair holds its shorter text whole");
+    let whole = all.values().filter(|(a, b)| a.max(*b) == 1.0).count();
+    assert_eq!(kept.len(), whole, "exactly the pairs that hold the shorter text whole are kept");
+    assert!(kept.len() < all.len());
+    let s = summary(&strict);
+    assert_eq!(s["min_shared"], 1.0);
+    // Recorded with the outputs too: in the footer of pairs/.
+    let file = std::fs::File::open(strict.join("pairs/part-00000.parquet")).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+    let footer = reader.metadata().file_metadata().key_value_metadata().unwrap();
+    let neardup = footer.iter().find(|kv| kv.key == "neardup").and_then(|kv| kv.value.clone()).unwrap();
+    let neardup: serde_json::Value = serde_json::from_str(&neardup).unwrap();
+    assert_eq!((neardup["min_shared"].as_f64(), neardup["shingles"].as_str()), (Some(1.0), Some("shingles:5-tokens,bottom-512,xxh3-32")));
+
+    let bad = dir.path().join("bad");
+    exits_with(&dedup(&bad, &["--min-shared", "0.5", "--verify", "none", "--candidates", "simhash"]), 2, &["--min-shared", "--verify"]);
+    exits_with(&dedup(&bad, &["--min-shared", "1.5"]), 2, &["out of range"]);
+    assert!(!bad.exists());
+}
+
+/// `(a, b)` → `(shared_a, shared_b)` of every pair of an output.
+fn shares(out: &Path) -> std::collections::BTreeMap<(String, String), (f64, f64)> {
+    let b = read_dir(&out.join("pairs"));
+    let (sa, ia, sb, ib) = (strings(&b, "source_a"), strings(&b, "id_a"), strings(&b, "source_b"), strings(&b, "id_b"));
+    let (x, y) = (strings(&b, "shared_a"), strings(&b, "shared_b"));
+    (0..sa.len())
+        .map(|n| ((format!("{}/{}", sa[n], ia[n]), format!("{}/{}", sb[n], ib[n])), (x[n].parse().unwrap(), y[n].parse().unwrap())))
+        .collect()
+}

@@ -838,3 +838,94 @@ fn representatives_stay_in_their_cluster(store: &Path, one_run: &BTreeSet<BTreeS
     assert_eq!(not_own, nightly_duplicates);
     assert!(nightly_duplicates <= one_run_duplicates, "{nightly_duplicates} > {one_run_duplicates}");
 }
+
+/// A store keeps the duplication policy of its first night: every night
+/// applies it, another is refused, and the pairs with stored documents
+/// carry their shares of shared text too (measured on the sketches the
+/// store keeps).
+#[test]
+fn a_store_keeps_its_duplication_policy_and_measures_stored_text() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let (store, reports) = (dir.path().join("store"), dir.path().join("reports"));
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    let policy = ["--min-shared", "0.9"];
+    ok(&night(dir.path(), s, NIGHTS[0], r, &policy));
+    let o = night(dir.path(), s, NIGHTS[1], r, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--min-shared 0.9, this run asks for none"), "{}", stderr(&o));
+    for n in &NIGHTS[1..] {
+        ok(&night(dir.path(), s, n, r, &policy));
+    }
+    let stored: BTreeSet<String> =
+        store_rows(&store).into_iter().filter(|r| r["run"] == NIGHTS[0]).map(|r| format!("{}/{}", r["source"], r["id"])).collect();
+    let mut across = 0;
+    for n in &NIGHTS[1..] {
+        let b = read_dir(&reports.join(n).join("pairs"));
+        let (sa, ia, sb, ib) = (strings(&b, "source_a"), strings(&b, "id_a"), strings(&b, "source_b"), strings(&b, "id_b"));
+        let (x, y) = (strings(&b, "shared_a"), strings(&b, "shared_b"));
+        for i in 0..sa.len() {
+            let (shared_a, shared_b): (f64, f64) = (x[i].parse().unwrap(), y[i].parse().unwrap());
+            assert!(shared_a.max(shared_b) >= 0.9, "night {n}: {}/{} {}/{} shares {shared_a} {shared_b}", sa[i], ia[i], sb[i], ib[i]);
+            across += usize::from(stored.contains(&format!("{}/{}", sa[i], ia[i])) || stored.contains(&format!("{}/{}", sb[i], ib[i])));
+        }
+        assert_eq!(summary(&reports.join(n))["min_shared"], 0.9);
+    }
+    assert!(across > 0, "no pair with a stored document");
+}
+
+/// Rewrite a run file as a release before shingle sketches wrote it: without
+/// the `shingles` column, with the Parquet writer's default settings.
+fn drop_sketches(file: &Path) {
+    let batches = read_dir(file.parent().unwrap());
+    let schema = batches[0].schema();
+    let kept: Vec<usize> = (0..schema.fields().len()).filter(|&i| schema.field(i).name() != "shingles").collect();
+    let schema = std::sync::Arc::new(schema.project(&kept).unwrap());
+    let mut writer = datafusion::parquet::arrow::ArrowWriter::try_new(std::fs::File::create(file).unwrap(), schema, None).unwrap();
+    for batch in batches {
+        writer.write(&batch.project(&kept).unwrap()).unwrap();
+    }
+    writer.close().unwrap();
+}
+
+/// A store written before documents kept shingle sketches still runs: its
+/// next nights find the same clusters and pairs as a store written now,
+/// with NULL shares where a stored side has no sketch; it compacts; and it
+/// refuses a duplication policy, which it could not apply to its stored
+/// documents, saying what to do.
+#[test]
+fn a_store_without_sketches_runs_on_and_refuses_a_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    drops(dir.path());
+    let (now, before) = (dir.path().join("now"), dir.path().join("before"));
+    for base in [&now, &before] {
+        ok(&night(dir.path(), base.join("store").to_str().unwrap(), NIGHTS[0], base.join("reports").to_str().unwrap(), &[]));
+    }
+    let store = before.join("store");
+    drop_sketches(&store.join(format!("runs/run={}/part-00000.parquet", NIGHTS[0])));
+    let manifest = store.join("store.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    m.as_object_mut().unwrap().remove("shingles");
+    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+
+    let o = night(dir.path(), store.to_str().unwrap(), NIGHTS[1], before.join("reports").to_str().unwrap(), &["--min-shared", "0.5"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("start a new store"), "{}", stderr(&o));
+    for n in &NIGHTS[1..] {
+        for base in [&now, &before] {
+            ok(&night(dir.path(), base.join("store").to_str().unwrap(), n, base.join("reports").to_str().unwrap(), &[]));
+        }
+        let (a, b) = (now.join("reports").join(n), before.join("reports").join(n));
+        assert!(std::fs::read(a.join("clusters/part-00000.parquet")).unwrap() == std::fs::read(b.join("clusters/part-00000.parquet")).unwrap(), "night {n}");
+        assert_eq!(report_pairs(&a), report_pairs(&b), "night {n}");
+        let shares = |report: &Path| strings(&read_dir(&report.join("pairs")), "shared_a");
+        let (with, without) = (shares(&a), shares(&b));
+        assert!(!with.contains(&"NULL".to_string()), "a store written now measures every pair");
+        if n == &NIGHTS[1] {
+            assert!(without.contains(&"NULL".to_string()), "a pair with a document stored without a sketch is unmeasured");
+        }
+    }
+    // Its runs, with and without sketches, compact into one segment.
+    ok(&neardup(&["store", "compact", "--store", store.to_str().unwrap(), "--all"]));
+    assert_eq!(stored_content(&store), stored_content(&now.join("store")));
+}

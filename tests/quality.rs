@@ -102,3 +102,40 @@ fn candidates_miss_almost_nothing_above_the_threshold_on_weibo_original() {
     assert!(missed_above * 100 <= above, "candidates missed {missed_above} of {above} pairs at Jaccard 0.55 and above");
     assert_eq!(bands[2].2, 0, "candidates missed pairs at Jaccard 0.70 and above: {csv}");
 }
+
+/// Floors of the partial-copy benchmark, set from measured values
+/// (docs/quality.md, "Graded partial copies").
+const MEAN_ERROR_FLOOR: f64 = 0.05;
+const AGREEMENT_FLOOR: f64 = 0.9;
+
+/// Graded partial copies of real articles (bench/quality/partial_copies.py):
+/// the shares of shared text neardup measures are close to the planted
+/// ones, and `--min-shared` keeps a partial copy with its original exactly
+/// when the planted share reaches the knob, on almost every pair.
+#[test]
+fn graded_partial_copies_are_measured_and_sorted_by_the_policy() {
+    let Ok(python) = std::env::var("NEARDUP_PYTHON") else {
+        eprintln!("SKIPPED: no Python with pyarrow (set NEARDUP_PYTHON; tests/run.sh does)");
+        return;
+    };
+    if shared_data("heybox_articles.parquet").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(python)
+        .arg(root().join("bench/quality/partial_copies.py"))
+        .args(["--n", "80", "--out", dir.path().to_str().unwrap(), "--neardup", env!("CARGO_BIN_EXE_neardup")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "partial_copies.py failed:\n{}", stderr(&o));
+    let results: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).unwrap()).unwrap();
+    for corpus in ["long_zh", "en"] {
+        let measure = &results["measure"][corpus];
+        assert!(measure["pairs"].as_u64().unwrap() >= 60, "{results}");
+        assert!(measure["mean_abs_error"].as_f64().unwrap() < MEAN_ERROR_FLOOR, "{corpus}: {results}");
+    }
+    for knob in ["0.3", "0.5", "0.7"] {
+        let agree = results["policy"][knob]["share"].as_f64().unwrap();
+        assert!(agree >= AGREEMENT_FLOOR, "--min-shared {knob}: {results}");
+    }
+}

@@ -105,7 +105,7 @@ async fn sql_functions() {
 /// statement of `sql/FILE` rendered with those values: `3` is a number,
 /// `0.5` a fraction, `'x'` text, `"x"` a name, `NULL` nothing, `true` or
 /// `false` a boolean, and `[…]` a piece of SQL. `path` is given for the
-/// statement: `{{tmp}}/out.parquet`. Comments and blank lines are dropped
+/// statement, `{{tmp}}/out.parquet`, unless the line gives another. Comments and blank lines are dropped
 /// (a blank line ends a record).
 fn render_statement(directive: &str, tmp: &str) -> String {
     use neardup::job::sql::{render, Param, ALL};
@@ -125,7 +125,7 @@ fn render_statement(directive: &str, tmp: &str) -> String {
         rest = value[end..].trim();
     }
     let out = format!("{tmp}/out.parquet");
-    if statement.params.contains(&"path") {
+    if statement.params.contains(&"path") && !values.iter().any(|(name, _)| name == "path") {
         values.push(("path".into(), format!("'{out}'")));
     }
     let params: Vec<(&str, Param)> = values

@@ -9,13 +9,13 @@ use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, work_table};
 use super::sql::{self, render, table, Param};
 use super::summary::{BandPlanSummary, Summary};
-use super::tables::{components_parquet, view_without};
+use super::tables::{components_parquet, create_view, view_without};
 use super::KeepRule;
 use crate::minhash::MinHashPlan;
 use crate::cluster::components;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
-use crate::sets::Verify;
+use crate::sets::{MinShared, Verify};
 use crate::storage::{register_parquet, OutputDir};
 
 /// The view `eligible`: the fingerprints without the `rejected` documents
@@ -52,6 +52,7 @@ impl NearPairs {
             candidates: candidates_name(join),
             candidate_pairs: self.candidates,
             verify: join.verify.to_string(),
+            min_shared: join.min_shared,
             unconfirmed_copies: unconfirmed,
             keep: keep.to_string(),
             ..Summary::default()
@@ -110,19 +111,25 @@ pub(super) async fn near_pairs(
     let sources = sources.join("; ");
     progress.done("join", describe(candidates, &sources));
     progress.begin("verify", None);
-    let near_path = match join.verify.measure() {
-        None => candidates_path,
+    match join.verify.measure() {
+        // Unchecked candidates are the pairs; their shares of shared text
+        // are measured on the anchors (70_pairs.sql).
+        None => {
+            let unchecked = "SELECT *, CAST(NULL AS DOUBLE) AS shared_a, CAST(NULL AS DOUBLE) AS shared_b FROM candidates";
+            create_view(ctx, table::NEAR_PAIRS, unchecked).await?;
+        }
         Some((measure, threshold)) => {
             let near_path = out.staged("_work/near_pairs.parquet");
-            let statement = render(
-                sql::VERIFIED_PAIRS,
-                &[("path", Param::Text(&near_path)), ("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))],
-            );
-            collect(ctx, &statement).await?;
-            near_path
+            let params = [
+                ("path", Param::Text(&near_path)),
+                ("measure", Param::Text(measure)),
+                ("threshold", Param::Float(threshold)),
+                ("min_shared", Param::FloatOrNull(join.min_shared.map(MinShared::value))),
+            ];
+            collect(ctx, &render(sql::VERIFIED_PAIRS, &params)).await?;
+            register_parquet(ctx, table::NEAR_PAIRS, &near_path).await?;
         }
-    };
-    register_parquet(ctx, table::NEAR_PAIRS, &near_path).await?;
+    }
     let mut edges = Vec::new();
     for b in &collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await? {
         let (a, c) = (column_u64(b, 0)?, column_u64(b, 1)?);

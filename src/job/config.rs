@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::join::MAX_HAMMING;
 use crate::session::EngineOptions;
 use crate::minhash::MinHashPlan;
-use crate::sets::Verify;
+use crate::sets::{MinShared, Verify};
 use crate::storage::InputSpec;
 use crate::text::{Analyzer, AnalyzerOptions, Mode};
 use crate::weight::{IdfFormula, Weighting};
@@ -182,6 +182,10 @@ pub struct JoinOptions {
     /// `jaccard:T` or `overlap:T` (MinHash candidates need a check).
     #[serde(default = "default_verify")]
     pub verify: Verify,
+    /// The duplication policy: the share of the shorter document's text
+    /// that must be found in the other (none: the check alone decides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_shared: Option<MinShared>,
 }
 
 /// Where candidate pairs come from.
@@ -216,6 +220,7 @@ impl Default for JoinOptions {
             candidates: Candidates::default(),
             minhash: MinHashPlan::default(),
             verify: default_verify(),
+            min_shared: None,
         }
     }
 }
@@ -235,6 +240,12 @@ impl JoinOptions {
             return Err(Error::input(
                 "MinHash candidates must be checked on their term sets: give --verify jaccard:T or overlap:T \
                  (the default is jaccard:0.5), or use --candidates simhash",
+            ));
+        }
+        if self.min_shared.is_some() && self.verify == Verify::None {
+            return Err(Error::input(
+                "--min-shared is applied with the check of candidates: give --verify jaccard:T or overlap:T \
+                 (the default is jaccard:0.5) beside it",
             ));
         }
         Ok(())

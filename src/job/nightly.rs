@@ -35,11 +35,12 @@ use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, strings};
 use super::sql::{self, render, table, Param};
 use super::store_run::StoreRun;
-use super::summary::{content_identity, StoreReads, StoreSummary, Summary};
+use super::summary::{content_identity, SharedText, StoreReads, StoreSummary, Summary};
 use super::tables::{create_view, materialize, pairs_table, seal, view_without, FileMetadata};
 use super::touched::fetch_touched;
 use crate::error::{Error, Result};
-use crate::sets::Verify;
+use crate::sets::MinShared;
+use crate::text::shingles::SKETCH_SCHEME;
 use crate::storage::{literal, read_object, register_parquet, OutputDir};
 
 /// Make `documents` the input documents (view `documents_input`) less
@@ -80,7 +81,7 @@ pub(super) async fn store_stages(run: &mut Run<'_>, night: NightStore<'_>, idf: 
         if store.is_first() { 0 } else { scalar_u64(ctx, "SELECT count(*) FROM stored_runs").await? };
     let mut reads = night.reads.clone();
     fetch_touched(ctx, store, join, out, keep_key, stored_documents, &mut reads).await?;
-    let unconfirmed = tonight_eligible(ctx, join.verify, out).await?;
+    let unconfirmed = tonight_eligible(ctx, join, out).await?;
 
     let found = tonight_pairs(ctx, join, out, unconfirmed, progress).await?;
     let joined = found.into_components(ctx, out, join, &job.keep, unconfirmed).await?;
@@ -123,6 +124,7 @@ pub(super) async fn store_stages(run: &mut Run<'_>, night: NightStore<'_>, idf: 
         clusters: report.clusters,
         documents_in_clusters: report.in_clusters,
         duplicates: report.duplicates,
+        shared_text: Some(report.shared_text),
         store: Some(store_summary),
         ..joined
     })
@@ -151,13 +153,18 @@ async fn tonight_pairs(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir
 /// documents that take part (`eligible`): all, or with a check all but the
 /// copies whose term set fails against their fingerprint's first document,
 /// stored or new (sql/93_store_unconfirmed.sql). Returns how many failed.
-async fn tonight_eligible(ctx: &SessionContext, verify: Verify, out: &OutputDir) -> Result<u64> {
+async fn tonight_eligible(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir) -> Result<u64> {
     term_sets(ctx, out, table::FINGERPRINTS).await?;
-    let Some((measure, threshold)) = verify.measure() else {
+    let Some((measure, threshold)) = join.verify.measure() else {
         create_view(ctx, table::ELIGIBLE, "SELECT * FROM fingerprints").await?;
         return Ok(0);
     };
-    let statement = render(sql::STORE_UNCONFIRMED, &[("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))]);
+    let params = [
+        ("measure", Param::Text(measure)),
+        ("threshold", Param::Float(threshold)),
+        ("min_shared", Param::FloatOrNull(join.min_shared.map(MinShared::value))),
+    ];
+    let statement = render(sql::STORE_UNCONFIRMED, &params);
     let mut rejected = Vec::new();
     for b in collect(ctx, &statement).await? {
         let (sources, ids) = (strings(&b, 0)?, strings(&b, 1)?);
@@ -189,7 +196,14 @@ async fn stage_run(ctx: &SessionContext, store: &StoreRun, job: &Job, model: Opt
             ],
         );
         crate::storage::sorted::write_query(ctx, &statement, &run_path).await?;
-        let meta = FileMetadata { settings: job.settings.clone(), idf_n_docs: Some(idf_n_docs), idf_model: Some(idf_model), minhash: store.minhash };
+        let meta = FileMetadata {
+            settings: job.settings.clone(),
+            idf_n_docs: Some(idf_n_docs),
+            idf_model: Some(idf_model),
+            minhash: store.minhash,
+            shingles: Some(SKETCH_SCHEME.into()),
+            min_shared: job.spec.join.min_shared,
+        };
         seal(ctx, &run_path, Some(&meta)).await?;
         register_parquet(ctx, table::NIGHT, &run_path).await?;
         Ok::<_, Error>(meta)
@@ -213,13 +227,14 @@ struct NightReport {
     clusters: u64,
     pairs: u64,
     added: u64,
+    shared_text: SharedText,
 }
 
 /// The night's report, staged in `out`: tonight's clusters
 /// (sql/95_store_clusters.sql) and pairs (sql/70_pairs.sql, as `dedup`).
 async fn night_report(ctx: &SessionContext, out: &OutputDir, meta: &FileMetadata, run_id: &str) -> Result<NightReport> {
     materialize(ctx, sql::STORE_CLUSTERS, &[], &out.staged("clusters/part-00000.parquet"), table::CLUSTERS, Some(meta)).await?;
-    pairs_table(ctx, out, Some(meta)).await?;
+    let shared_text = pairs_table(ctx, out, Some(meta)).await?;
     let counts = collect(
         ctx,
         &format!(
@@ -242,6 +257,7 @@ async fn night_report(ctx: &SessionContext, out: &OutputDir, meta: &FileMetadata
             .await?,
         pairs: scalar_u64(ctx, "SELECT count(*) FROM pairs").await?,
         added: scalar_u64(ctx, "SELECT count(*) FROM night").await?,
+        shared_text,
     })
 }
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, UInt64Type};
+use datafusion::arrow::array::Array;
+use datafusion::arrow::datatypes::{DataType, Field, UInt32Type, UInt64Type};
 use datafusion::prelude::SessionContext;
 
 use super::candidates::{eligible_without, near_pairs, term_sets};
@@ -17,30 +18,49 @@ use super::sql::{self, render, table, Param};
 use super::summary::Summary;
 use super::tables::{create_view, materialize, pairs_table, FileMetadata};
 use crate::error::Result;
-use crate::sets::Verify;
+use crate::text::shingles::containment;
 use crate::storage::OutputDir;
 
-/// The documents left out of their fingerprint group by the term-set check,
-/// from rows `(simhash, source, id, term_set)` ordered by simhash, source, id.
-fn unconfirmed_copies(batches: &[RecordBatch], verify: Verify) -> Result<Vec<(String, String)>> {
-    let mut rows: Vec<(u64, String, String, Vec<u64>)> = Vec::new();
+/// One document of a shared fingerprint, as the check sees it.
+struct Member {
+    simhash: u64,
+    source: String,
+    id: String,
+    term_set: Vec<u64>,
+    shingles: Option<Vec<u32>>,
+}
+
+/// The documents left out of their fingerprint group by the check (the
+/// term sets, and the shared text under a policy), from rows `(simhash,
+/// source, id, term_set, shingles)` ordered by simhash, source, id.
+fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec<(String, String)>> {
+    let mut rows: Vec<Member> = Vec::new();
     for b in batches {
         let simhash = column_u64(b, 0)?;
         let (source, id) = (cast(b.column(1), &DataType::Utf8)?, cast(b.column(2), &DataType::Utf8)?);
         let (source, id) = (source.as_string::<i32>(), id.as_string::<i32>());
         let sets = cast(b.column(3), &DataType::List(Arc::new(Field::new("item", DataType::UInt64, true))))?;
         let sets = sets.as_list::<i32>();
+        let sketches = cast(b.column(4), &crate::udf::sketch_type())?;
+        let sketches = sketches.as_list::<i32>();
         for r in 0..b.num_rows() {
-            let set = sets.value(r);
-            let set = set.as_primitive::<UInt64Type>().values().to_vec();
-            rows.push((simhash.value(r), source.value(r).to_string(), id.value(r).to_string(), set));
+            let set = sets.value(r).as_primitive::<UInt64Type>().values().to_vec();
+            let shingles = sketches.is_valid(r).then(|| sketches.value(r).as_primitive::<UInt32Type>().values().to_vec());
+            rows.push(Member { simhash: simhash.value(r), source: source.value(r).to_string(), id: id.value(r).to_string(), term_set: set, shingles });
         }
     }
+    let similar = |a: &&Member, b: &&Member| {
+        join.verify.passes(&a.term_set, &b.term_set)
+            && join.min_shared.is_none_or(|policy| {
+                let share = |x: &Member, y: &Member| containment(x.shingles.as_deref()?, y.shingles.as_deref()?);
+                policy.passes(share(a, b), share(b, a))
+            })
+    };
     let mut rejected = Vec::new();
-    for group in rows.chunk_by(|a, b| a.0 == b.0) {
-        let sets: Vec<&[u64]> = group.iter().map(|r| r.3.as_slice()).collect();
-        for i in crate::sets::split_group(&sets, |a, b| verify.passes(a, b)) {
-            rejected.push((group[i].1.clone(), group[i].2.clone()));
+    for group in rows.chunk_by(|a, b| a.simhash == b.simhash) {
+        let copies: Vec<&Member> = group.iter().collect();
+        for i in crate::sets::split_group(&copies, similar) {
+            rejected.push((group[i].source.clone(), group[i].id.clone()));
         }
     }
     Ok(rejected)
@@ -61,10 +81,11 @@ pub(super) async fn join_stages(
     // A one-shot run is a store's first night: nothing is stored (the
     // shared statements 50, 57 and 70 read `stored`, and 57 `stored_term_sets`).
     create_view(ctx, table::STORED, "SELECT * FROM fingerprints WHERE false").await?;
+    super::touched::no_stored_term_sets(ctx).await?;
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
 
-    let unconfirmed = eligible(ctx, out, verify).await?;
+    let unconfirmed = eligible(ctx, out, join).await?;
 
     // Candidate pairs of distinct fingerprints: the banded join, MinHash
     // bands, or both; then the term-set check.
@@ -84,7 +105,7 @@ pub(super) async fn join_stages(
     let joined = found.into_components(ctx, out, join, keep, unconfirmed).await?;
     let (clusters, in_clusters) = clusters_stage(ctx, out, keep, meta, progress).await?;
     progress.begin("pairs", None);
-    pairs_table(ctx, out, meta).await?;
+    let shared_text = pairs_table(ctx, out, meta).await?;
     let pairs = scalar_u64(ctx, "SELECT count(*) FROM pairs").await?;
     progress.done("pairs", format!("{pairs} pairs"));
 
@@ -94,6 +115,7 @@ pub(super) async fn join_stages(
         clusters,
         documents_in_clusters: in_clusters,
         duplicates: in_clusters - clusters,
+        shared_text: Some(shared_text),
         ..joined
     })
 }
@@ -102,15 +124,14 @@ pub(super) async fn join_stages(
 /// but the copies a shared fingerprint's largest consistent subgroup leaves
 /// out (sql/56_unconfirmed_copies.sql), whose term sets are then written
 /// (sql/57_term_sets.sql). Returns how many copies were left out.
-async fn eligible(ctx: &SessionContext, out: &OutputDir, verify: Verify) -> Result<u64> {
-    if verify.measure().is_none() {
+async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions) -> Result<u64> {
+    if join.verify.measure().is_none() {
         create_view(ctx, table::ELIGIBLE, "SELECT * FROM fingerprints").await?;
         return Ok(0);
     }
     let batches = collect(ctx, &render(sql::UNCONFIRMED_COPIES, &[])).await?;
-    let rejected = unconfirmed_copies(&batches, verify)?;
+    let rejected = unconfirmed_copies(&batches, join)?;
     eligible_without(ctx, out, &rejected).await?;
-    super::touched::no_stored_term_sets(ctx).await?;
     term_sets(ctx, out, table::ELIGIBLE).await?;
     Ok(rejected.len() as u64)
 }

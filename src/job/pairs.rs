@@ -43,7 +43,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     progress.done("inputs", format!("fingerprints from '{}'", input.url));
     let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
     let result = async {
-        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None });
+        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None, shingles: None, min_shared: spec.join.min_shared });
         let mut summary = join_stages(&ctx, &spec.join, &keep, &out, meta.as_ref(), &mut progress).await?;
         summary.command = RunCommand::Pairs;
         summary.output = out.url().to_string();
@@ -102,9 +102,22 @@ async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRu
         }
         Err(_) => String::new(),
     };
+    // Fingerprints made before documents kept shingle sketches have none:
+    // their pairs' shares are NULL, and no policy can be applied to them.
+    let shingles = match schema.field_with_name("shingles") {
+        Ok(_) => ", shingles",
+        Err(_) if spec.join.min_shared.is_some() => {
+            return Err(Error::input(format!(
+                "'{}' has no shingles column, which --min-shared measures: recompute the fingerprints \
+                 with this version of neardup dedup, or drop --min-shared",
+                input.url
+            )))
+        }
+        Err(_) => ", CAST(NULL AS INT UNSIGNED[]) AS shingles",
+    };
     let query = format!(
         "SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
-         CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{extra} FROM fingerprints_input"
+         CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{shingles}{extra} FROM fingerprints_input"
     );
     create_view(ctx, table::FINGERPRINTS, &query).await
 }

@@ -416,16 +416,24 @@ async fn texts(ctx: &SessionContext) -> Result<BTreeMap<(String, String), String
 
 /// For each shown member, the pair that links it: the closest, then by partner.
 async fn links(ctx: &SessionContext) -> Result<BTreeMap<(String, String), Link>> {
-    let sql = "SELECT m.source, m.id, CAST(p.source_b AS VARCHAR), p.id_b, CAST(p.hamming AS BIGINT), p.similarity
-               FROM pairs p JOIN report_members m ON CAST(p.source_a AS VARCHAR) = m.source AND p.id_a = m.id
-               UNION ALL
-               SELECT m.source, m.id, CAST(p.source_a AS VARCHAR), p.id_a, CAST(p.hamming AS BIGINT), p.similarity
-               FROM pairs p JOIN report_members m ON CAST(p.source_b AS VARCHAR) = m.source AND p.id_b = m.id";
+    // Outputs written before pairs carried shares of shared text have none.
+    let shares = ctx.table("pairs").await?.schema().has_column_with_unqualified_name("shared_a");
+    let (a, b) = match shares {
+        true => ("p.shared_a", "p.shared_b"),
+        false => ("CAST(NULL AS DOUBLE)", "CAST(NULL AS DOUBLE)"),
+    };
+    let sql = format!(
+        "SELECT m.source, m.id, CAST(p.source_b AS VARCHAR), p.id_b, CAST(p.hamming AS BIGINT), p.similarity, {a}, {b}
+         FROM pairs p JOIN report_members m ON CAST(p.source_a AS VARCHAR) = m.source AND p.id_a = m.id
+         UNION ALL
+         SELECT m.source, m.id, CAST(p.source_a AS VARCHAR), p.id_a, CAST(p.hamming AS BIGINT), p.similarity, {b}, {a}
+         FROM pairs p JOIN report_members m ON CAST(p.source_b AS VARCHAR) = m.source AND p.id_b = m.id"
+    );
     let mut links: BTreeMap<(String, String), (i64, String, Link)> = BTreeMap::new();
-    for r in rows(&collect(ctx, sql).await?) {
+    for r in rows(&collect(ctx, &sql).await?) {
         let (Some(s), Some(i), Some(ps), Some(pi), Some(h)) = (r[0].text(), r[1].text(), r[2].text(), r[3].text(), r[4].int()) else { continue };
         let partner = format!("{ps} / {pi}");
-        let link = Link { partner: partner.clone(), hamming: h, similarity: r[5].float() };
+        let link = Link { partner: partner.clone(), hamming: h, similarity: r[5].float(), shared: r[6].float(), partner_shared: r[7].float() };
         let entry = links.entry((s.to_string(), i.to_string())).or_insert((h, partner.clone(), link.clone()));
         if (h, &partner) < (entry.0, &entry.1) {
             *entry = (h, partner, link);

@@ -179,7 +179,7 @@ async fn store_night(
     damaged: &[SkippedFile],
 ) -> Result<Summary> {
     let spec = &job.spec;
-    let mut store = StoreRun::open(ctx, store_options, &job.settings, &job.keep, job.minhash(), spec.fingerprint.idf_model.as_deref()).await?;
+    let mut store = StoreRun::open(ctx, store_options, job, spec.fingerprint.idf_model.as_deref()).await?;
     let checked = check_inputs(ctx, spec, &job.keep, damaged).await?;
     log_skipped(options, &checked.skipped);
     register_documents(ctx, spec, &checked, &job.keep, table::DOCUMENTS_INPUT).await?;

@@ -90,15 +90,15 @@ statement!(FINGERPRINTS, "40_fingerprints.sql", ["model", "model_version", "n_do
 statement!(NEAR_PAIRS, "50_near_pairs.sql", ["k", "m", "path"], reads [table::FINGERPRINTS, table::STORED]);
 statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path"], reads [table::TERM_SETS]);
 statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold", "path"], reads [table::MINHASH_BUCKETS, table::TERM_SETS]);
-statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
+statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "min_shared", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
 statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", [], reads [table::FINGERPRINTS]);
 statement!(TERM_SETS, "57_term_sets.sql", ["tonight", "path"], reads [table::STORED_TERM_SETS]);
 statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"], reads [table::COMPONENTS, table::ELIGIBLE]);
-statement!(ANCHORS, "69_anchors.sql", ["path"], reads [table::CLUSTERS, table::ELIGIBLE, table::NEAR_PAIRS, table::STORED]);
+statement!(ANCHORS, "69_anchors.sql", ["path"], reads [table::CLUSTERS, table::ELIGIBLE, table::NEAR_PAIRS, table::STORED, table::STORED_TERM_SETS]);
 statement!(PAIRS, "70_pairs.sql", ["path"], reads [table::ANCHORS, table::ELIGIBLE, table::NEAR_PAIRS]);
 statement!(SURVIVORS, "80_survivors.sql", ["source", "id", "table", "path"], reads [table::CLUSTERS]);
 statement!(STORE_PROBE, "89_store_probe.sql", ["index", "version", "k", "m"], reads [table::STORED_RUNS]);
-statement!(STORE_UNCONFIRMED, "93_store_unconfirmed.sql", ["measure", "threshold"], reads [table::FINGERPRINTS, table::TERM_SETS]);
+statement!(STORE_UNCONFIRMED, "93_store_unconfirmed.sql", ["measure", "threshold", "min_shared"], reads [table::FINGERPRINTS, table::TERM_SETS]);
 statement!(STORE_RUN, "94_store_run.sql", ["keep_key", "keep_key_f", "keep_order", "run"], reads [table::COMPONENTS, table::ELIGIBLE, table::FINGERPRINTS, table::STORED]);
 statement!(STORE_CLUSTERS, "95_store_clusters.sql", ["path"], reads [table::NIGHT]);
 statement!(NEAR_MISSES, "97_near_misses.sql", ["stride", "bin_width", "measure", "threshold", "low"], reads [table::CANDIDATES, table::TERM_SETS]);
@@ -148,6 +148,8 @@ pub enum Param<'a> {
     Bool(bool),
     /// A fraction, written so that it reads back as the same `f64`.
     Float(f64),
+    /// A fraction, or NULL.
+    FloatOrNull(Option<f64>),
     /// A piece of SQL the pipeline itself builds (a column list, an ORDER BY
     /// key, an expression), never text from the user.
     Sql(&'a str),
@@ -163,6 +165,7 @@ impl Param<'_> {
             Param::TextOrNull(text) => text.map_or("NULL".into(), crate::storage::literal),
             Param::Bool(b) => b.to_string(),
             Param::Float(x) => format!("{x:?}"),
+            Param::FloatOrNull(x) => x.map_or("NULL".into(), |x| format!("{x:?}")),
             Param::Sql(sql) => sql.to_string(),
         }
     }

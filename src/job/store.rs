@@ -51,6 +51,13 @@ pub struct Manifest {
     /// The MinHash plan of the runs' `minhash` keys (none: SimHash only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minhash: Option<MinHashPlan>,
+    /// The scheme of the runs' shingle sketches (none: a store made before
+    /// documents kept them, whose stored rows have NULL sketches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shingles: Option<String>,
+    /// The duplication policy every night applies (`--min-shared`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_shared: Option<crate::sets::MinShared>,
     /// The run that created the store.
     pub created_by_run: String,
     pub neardup_version: String,

@@ -11,6 +11,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::config::{KeepRule, StoreOptions};
+use super::context::Job;
 use super::query::{collect, collect_measured, column_u64, strings};
 use super::store::{check_format, Manifest, STORE_FORMAT};
 use super::summary::{content_identity, FingerprintSettings, StoreReads};
@@ -18,6 +19,8 @@ use super::sql::table;
 use super::tables::create_view;
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
+use crate::sets::MinShared;
+use crate::text::shingles::SKETCH_SCHEME;
 use crate::storage::fetch::{rows_by_key, Take};
 use crate::storage::{local_path, locate, read_object, register_parquet_files};
 
@@ -33,6 +36,8 @@ pub struct StoreRun {
     segments: Vec<super::store::Segment>,
     /// This run's MinHash plan (none: SimHash candidates only).
     pub(super) minhash: Option<MinHashPlan>,
+    /// This run's duplication policy (`--min-shared`).
+    min_shared: Option<MinShared>,
     store: Arc<dyn ObjectStore>,
     root: ObjectPath,
 }
@@ -63,24 +68,17 @@ fn differences(a: &FingerprintSettings, b: &FingerprintSettings) -> String {
 }
 
 impl StoreRun {
-    /// Open the store at `options.url` for a run with `settings` and `keep`;
-    /// refuses a store made with other settings. `idf_model` is the model the
-    /// run was given, if any: a new store freezes it, an existing one must
-    /// hold the same.
-    pub async fn open(
-        ctx: &SessionContext,
-        options: &StoreOptions,
-        settings: &FingerprintSettings,
-        keep: &KeepRule,
-        minhash: Option<MinHashPlan>,
-        idf_model: Option<&str>,
-    ) -> Result<StoreRun> {
+    /// Open the store at `options.url` for a run of `job`; refuses a store
+    /// made with other settings. `idf_model` is the model the run was given,
+    /// if any: a new store freezes it, an existing one must hold the same.
+    pub async fn open(ctx: &SessionContext, options: &StoreOptions, job: &Job, idf_model: Option<&str>) -> Result<StoreRun> {
+        let (settings, keep, minhash, min_shared) = (&job.settings, &job.keep, job.minhash(), job.spec.join.min_shared);
         let url = options.url.trim_end_matches('/').to_string();
         let run_id = options.run_id.clone().unwrap_or_default();
         super::config::check_run_id(&run_id)?;
         let (store, root) = locate(ctx, &url)?;
         let manifest = read_manifest(store.as_ref(), &root, &url).await?;
-        let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), segments: Vec::new(), minhash, store, root };
+        let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), segments: Vec::new(), minhash, min_shared, store, root };
         if let Some(m) = &run.manifest {
             run.check_manifest(ctx, m, settings, keep, idf_model).await?;
         }
@@ -114,6 +112,16 @@ impl StoreRun {
                  Run with the store's settings, or start a new store",
                 self.url,
                 differences(&m.settings, settings)
+            )));
+        }
+        if m.min_shared != self.min_shared {
+            let name = |p: Option<MinShared>| p.map_or("none".to_string(), |p| p.to_string());
+            return Err(Error::input(format!(
+                "store '{}' keeps pairs under the duplication policy --min-shared {}, this run asks for {}: \
+                 use the store's policy (every night must decide alike), or start a new store",
+                self.url,
+                name(m.min_shared),
+                name(self.min_shared)
             )));
         }
         if m.keep != keep.to_string() {
@@ -303,6 +311,8 @@ impl StoreRun {
             idf_n_docs: n_docs,
             keep: keep.to_string(),
             minhash: self.minhash,
+            shingles: Some(SKETCH_SCHEME.into()),
+            min_shared: self.min_shared,
             created_by_run: self.run_id.clone(),
             neardup_version: env!("CARGO_PKG_VERSION").into(),
         };

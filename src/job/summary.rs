@@ -40,6 +40,19 @@ fn all_terms() -> String {
     "all".into()
 }
 
+/// How much text the reported pairs share: the share of each pair's
+/// shorter document found in the other (the larger of `shared_a` and
+/// `shared_b`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SharedText {
+    /// How shares are measured ([`crate::text::shingles::SKETCH_SCHEME`]).
+    pub measure: String,
+    /// Pairs by share, in ten bins: `[0, 0.1)`, `[0.1, 0.2)` … `[0.9, 1]`.
+    pub pairs_by_share: Vec<u64>,
+    /// Pairs whose share could not be measured (a side without a sketch).
+    pub unmeasured: u64,
+}
+
 /// `xxh3:<digest>` of some bytes: the identity of a word list or an IDF model by content.
 pub fn content_identity(bytes: &[u8]) -> String {
     format!("xxh3:{:016x}", xxhash_rust::xxh3::xxh3_64(bytes))
@@ -168,6 +181,13 @@ pub struct Summary {
     /// `none`, `jaccard:T` or `overlap:T`.
     #[serde(default)]
     pub verify: String,
+    /// The duplication policy: the share of the shorter document's text a
+    /// pair must share (`--min-shared`; null: the check alone decides).
+    #[serde(default)]
+    pub min_shared: Option<crate::sets::MinShared>,
+    /// How much text the pairs share (`shared_a`, `shared_b` of pairs/).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_text: Option<SharedText>,
     /// Documents with another's fingerprint whose term set failed the
     /// check against their group's first document (left unclustered).
     #[serde(default)]

@@ -5,18 +5,19 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 
-use super::query::collect;
+use super::query::{collect, column_u64};
 use super::sql::{self, render, table, Param, Statement};
-use super::summary::FingerprintSettings;
+use super::summary::{FingerprintSettings, SharedText};
 use crate::error::Result;
 use crate::minhash::MinHashPlan;
+use crate::text::shingles::SKETCH_SCHEME;
 use crate::storage::{register_parquet, OutputDir};
 
 /// The Parquet key-value metadata key of neardup's tables, added to each
@@ -36,6 +37,13 @@ pub struct FileMetadata {
     /// The MinHash plan of the `minhash` column, when it holds band keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub minhash: Option<MinHashPlan>,
+    /// The scheme of the `shingles` sketches, when the table has them
+    /// ([`crate::text::shingles::SKETCH_SCHEME`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shingles: Option<String>,
+    /// The run's duplication policy (`--min-shared`), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_shared: Option<crate::sets::MinShared>,
 }
 
 impl FileMetadata {
@@ -65,11 +73,33 @@ pub(super) async fn materialize(
 
 /// The report's `pairs` (sql/70_pairs.sql), from the anchors of
 /// sql/69_anchors.sql, for one-shot and store runs alike.
-pub(super) async fn pairs_table(ctx: &SessionContext, out: &OutputDir, meta: Option<&FileMetadata>) -> Result<()> {
+pub(super) async fn pairs_table(ctx: &SessionContext, out: &OutputDir, meta: Option<&FileMetadata>) -> Result<SharedText> {
     let anchors = out.staged("_work/anchors.parquet");
     collect(ctx, &render(sql::ANCHORS, &[("path", Param::Text(&anchors))])).await?;
     register_parquet(ctx, table::ANCHORS, &anchors).await?;
-    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), table::PAIRS, meta).await
+    materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), table::PAIRS, meta).await?;
+    shared_text(ctx).await
+}
+
+/// How much text the pairs share, by the share of each pair's shorter
+/// document (for the summary).
+async fn shared_text(ctx: &SessionContext) -> Result<SharedText> {
+    const BINS: u64 = 10;
+    let by_bin = format!(
+        "SELECT COALESCE(least(CAST(floor(greatest(shared_a, shared_b) * {BINS}) AS BIGINT), {last}), -1), count(*) FROM pairs GROUP BY 1",
+        last = BINS - 1
+    );
+    let mut shared = SharedText { measure: SKETCH_SCHEME.into(), pairs_by_share: vec![0; BINS as usize], unmeasured: 0 };
+    for b in collect(ctx, &by_bin).await? {
+        let (bins, counts) = (b.column(0).as_primitive::<Int64Type>(), column_u64(&b, 1)?);
+        for (bin, count) in bins.values().iter().zip(counts.values()) {
+            match usize::try_from(*bin) {
+                Ok(bin) => shared.pairs_by_share[bin] += count,
+                Err(_) => shared.unmeasured += count,
+            }
+        }
+    }
+    Ok(shared)
 }
 
 /// Register `query` as the view `name` (one of [`super::sql::table`]).

@@ -19,7 +19,7 @@ use super::store_run::StoreRun;
 use super::query::{collect, collect_measured, work_batches};
 use super::sql::{self, render, table, Param};
 use super::summary::StoreReads;
-use super::tables::{conform, create_view};
+use super::tables::create_view;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
 use crate::probe::NightIndex;
@@ -57,6 +57,7 @@ pub(super) async fn fetch_touched(
     reads.fetch_objects += fetched.objects;
     reads.fetched_rows = fetched.rows;
     let schema = schema.ok_or_else(|| Error::runtime(format!("store '{}' has no readable runs", store.url())))?;
+    let schema = with_sketches(schema);
     let firsts = FirstRows::of(&schema, rows)?;
     log::debug!("{:>6} ms  fetch: {} rows chosen", started.elapsed().as_millis(), firsts.chosen.len());
     let tonight = night_index(&probed.index, &probed.version, probed.k, probed.m).map_err(Error::from)?;
@@ -123,7 +124,7 @@ async fn probe(ctx: &SessionContext, store: &StoreRun, join: &JoinOptions, out: 
 /// `plan` that can meet `tonight`'s) and `stored` (the chosen rows without
 /// term sets).
 fn work_tables(schema: &SchemaRef, firsts: &FirstRows, (plan, tonight): (Option<MinHashPlan>, &NightIndex), started: std::time::Instant) -> Result<(Rows, Rows)> {
-    let (term_sets, rest) = (columns(schema, &TERM_SET_COLUMNS)?, columns_but(schema, &["term_set"])?);
+    let (term_sets, rest) = (columns(schema, &TERM_SET_COLUMNS)?, columns_but(schema, &["term_set", "shingles"])?);
     let (term_sets, rest) = std::thread::scope(|scope| {
         let term_sets = scope.spawn(|| -> Result<Rows> {
             let rows = firsts.gather(&firsts.by_doc, &term_sets)?;
@@ -150,7 +151,34 @@ type Rows = (SchemaRef, Vec<RecordBatch>);
 /// The fetched columns of `stored_term_sets`: what 57_term_sets.sql reads
 /// of a stored fingerprint's first document, but for its MinHash keys
 /// ([`with_minhash`]). `stored` holds the rest.
-const TERM_SET_COLUMNS: [&str; 4] = ["simhash", "source", "id", "term_set"];
+const TERM_SET_COLUMNS: [&str; 5] = ["simhash", "source", "id", "term_set", "shingles"];
+
+/// `schema` with a `shingles` column: runs written before documents kept
+/// shingle sketches have none, and their rows get NULL sketches.
+fn with_sketches(schema: SchemaRef) -> SchemaRef {
+    if schema.index_of("shingles").is_ok() {
+        return schema;
+    }
+    let mut fields = schema.fields().to_vec();
+    fields.push(Arc::new(Field::new("shingles", crate::udf::sketch_type(), true)));
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// `batch` with the columns of `schema`, matched by name: the runs and
+/// segments of one store may differ in the columns they hold (a run written
+/// before sketches were kept has no `shingles`), and a missing column is
+/// NULL.
+fn conform_by_name(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| match batch.column_by_name(f.name()) {
+            Some(c) => Ok(cast(c, f.data_type())?),
+            None => Ok(new_null_array(f.data_type(), batch.num_rows())),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
 
 /// The indices of `names` in `schema`.
 fn columns(schema: &SchemaRef, names: &[&str]) -> Result<Vec<usize>> {
@@ -180,7 +208,7 @@ struct FirstRows {
 
 impl FirstRows {
     fn of(schema: &SchemaRef, batches: Vec<RecordBatch>) -> Result<FirstRows> {
-        let batches = batches.iter().map(|b| conform(b, schema)).collect::<Result<Vec<_>>>()?;
+        let batches = batches.iter().map(|b| conform_by_name(b, schema)).collect::<Result<Vec<_>>>()?;
         let [simhash, run, source, id] = columns(schema, &["simhash", "run", "source", "id"])?[..] else {
             unreachable!("four names, four indices")
         };
@@ -323,9 +351,22 @@ pub(super) async fn register_nothing_stored(ctx: &SessionContext, keep_key: &str
     no_stored_term_sets(ctx).await
 }
 
-/// Register `stored_term_sets` with no rows: nothing is stored.
+/// Register `stored_term_sets` with no rows: nothing is stored. Its columns
+/// are those of `fingerprints` (which `neardup pairs` may read without term
+/// sets or sketches: NULL then).
 pub async fn no_stored_term_sets(ctx: &SessionContext) -> Result<()> {
-    create_view(ctx, table::STORED_TERM_SETS, "SELECT simhash, source, id, term_set, minhash FROM fingerprints WHERE false").await?;
+    let schema = ctx.table(table::FINGERPRINTS).await?.schema().clone();
+    let column = |name: &str, sql_type: &str| match schema.has_column_with_unqualified_name(name) {
+        true => name.to_string(),
+        false => format!("CAST(NULL AS {sql_type}) AS {name}"),
+    };
+    let query = format!(
+        "SELECT simhash, source, id, {}, {}, {} FROM fingerprints WHERE false",
+        column("term_set", "BIGINT UNSIGNED[]"),
+        column("minhash", "BIGINT UNSIGNED[]"),
+        column("shingles", "INT UNSIGNED[]")
+    );
+    create_view(ctx, table::STORED_TERM_SETS, &query).await?;
     Ok(())
 }
 

@@ -212,7 +212,11 @@ fn member(page: &mut String, m: &Member, rep_text: Option<&str>, words: Words<'_
         (_, true) => "kept: the cluster's representative".to_string(),
         (Some(l), false) => {
             let sim = l.similarity.map_or("same fingerprint".to_string(), |s| format!("similarity {s:.3}"));
-            format!("joined through {}: distance {}, {sim}", escape(&l.partner), l.hamming)
+            let shared = match (l.shared, l.partner_shared) {
+                (Some(own), Some(theirs)) => format!("; {:.0} % of its text is in the partner, {:.0} % of the partner's in it", own * 100.0, theirs * 100.0),
+                _ => String::new(),
+            };
+            format!("joined through {}: distance {}, {sim}{shared}", escape(&l.partner), l.hamming)
         }
         (None, false) => "joined through other members".to_string(),
     };
@@ -297,7 +301,7 @@ mod tests {
             representative,
             text: Some(text.into()),
             stored_run: None,
-            link: (!representative).then(|| Link { partner: "news/1".into(), hamming: 2, similarity: Some(0.8) }),
+            link: (!representative).then(|| Link { partner: "news/1".into(), hamming: 2, similarity: Some(0.8), shared: Some(0.9), partner_shared: Some(0.45) }),
         }
     }
 
@@ -328,6 +332,7 @@ mod tests {
         assert!(page.contains("&lt;script&gt;"));
         assert_eq!(page.matches("<script>").count(), 1, "the page's own script only");
         assert!(page.contains("data-clusters=\"1\""));
+        assert!(page.contains("90 % of its text is in the partner, 45 % of the partner's in it"), "a member's shares of shared text");
         for load in ["src=", "href=\"http", "url(http", "@import"] {
             assert!(!page.contains(load), "nothing is loaded from the network: {load}");
         }

@@ -122,6 +122,10 @@ pub struct Link {
     pub partner: String,
     pub hamming: i64,
     pub similarity: Option<f64>,
+    /// The share of the member's text found in the partner, and of the
+    /// partner's found in the member (NULL when not measured).
+    pub shared: Option<f64>,
+    pub partner_shared: Option<f64>,
 }
 
 /// One night of a store.

@@ -1,11 +1,12 @@
-//! Text: boilerplate lines, normalisation, segmentation and per-document
-//! term statistics.
+//! Text: boilerplate lines, normalisation, segmentation, per-document
+//! term statistics and shingle sketches.
 //!
 //! Plain Rust over `&str`, with no DataFusion in sight: the SQL functions in
 //! [`crate::udf`] are thin Arrow adapters over what lives here.
 
 mod lines;
 mod normalize;
+pub mod shingles;
 mod stats;
 mod tokenize;
 mod words;

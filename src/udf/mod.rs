@@ -14,6 +14,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 
 mod args;
 mod band_keys;
+mod containment;
 mod first_common_band;
 mod hamming;
 mod hash64;
@@ -28,6 +29,7 @@ mod numeric;
 mod simhash;
 mod simhash_agg;
 mod set_similarity;
+mod shingle_sketch;
 mod simhash_similarity;
 mod term_set;
 mod term_stats;
@@ -35,6 +37,7 @@ mod term_weight;
 mod tokenize;
 mod tokenize_tagged;
 
+pub use shingle_sketch::sketch_type;
 pub use term_stats::term_fields;
 
 /// Every scalar function of neardup.
@@ -54,6 +57,8 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(first_common_band::FirstCommonBand::default())),
         Arc::new(ScalarUDF::from(term_set::TermSet::default())),
         Arc::new(ScalarUDF::from(set_similarity::SetSimilarity::default())),
+        Arc::new(ScalarUDF::from(shingle_sketch::ShingleSketch::default())),
+        Arc::new(ScalarUDF::from(containment::Containment::default())),
         Arc::new(ScalarUDF::from(minhash_keys::MinhashKeys::default())),
         Arc::new(ScalarUDF::from(jaccard_pairs::JaccardPairs::default())),
         Arc::new(ScalarUDF::from(night_partners::NightPartners::default())),
@@ -137,7 +142,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 20);
+        assert_eq!(names.len(), 22);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());

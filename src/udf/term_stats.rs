@@ -20,7 +20,7 @@ use crate::weight::TermFactors;
 
 /// The boilerplate set of a `boilerplate` argument, parsed once per process
 /// for each distinct argument (the same constant arrives with every batch).
-fn boilerplate_set(text: &str) -> Result<Arc<HashSet<u64>>> {
+pub(crate) fn boilerplate_set(text: &str) -> Result<Arc<HashSet<u64>>> {
     static CACHE: OnceLock<Mutex<Option<(u64, Arc<HashSet<u64>>)>>> = OnceLock::new();
     let key = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
     let cache = CACHE.get_or_init(Default::default);
