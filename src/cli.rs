@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::error::Result;
 use crate::job::{defaults, Candidates, Columns, DuplicateIds, OnBadFile, FingerprintOptions, JobSpec, JoinOptions, LogFormat, PairsSpec, RunOptions, StoreOptions};
 use crate::minhash::MinHashPlan;
-use crate::sets::{MinShared, Verify};
+use crate::sets::{SharePolicy, Verify};
 use crate::distributed::{ExecutorOptions, SchedulerOptions};
 use crate::eval::EvalSpec;
 use crate::session::{parse_size, EngineOptions};
@@ -323,11 +323,11 @@ pub struct JoinArgs {
     /// Check candidates on their term sets: jaccard:T, overlap:T (overlap coefficient), or none (SimHash candidates only).
     #[arg(long, default_value_t = defaults::VERIFY, value_name = "CHECK", value_parser = parse_verify, help_heading = "Join")]
     pub verify: Verify,
-    /// Duplication policy: keep a pair only when at least this share of the shorter document's
-    /// text (its runs of five words, or of five characters in Chinese) is found in the other,
-    /// e.g. 0.5 [default: none, the check alone decides].
-    #[arg(long, value_name = "S", value_parser = parse_min_shared, help_heading = "Join")]
-    pub min_shared: Option<MinShared>,
+    /// Duplication policy: keep a checked pair only when at least this share of the shorter
+    /// document's text (its runs of five words, or of five characters in Chinese) is found in
+    /// the other; none leaves it to the check [default: 0.7 with a check; a store's own policy].
+    #[arg(long, value_name = "S|none", value_parser = parse_min_shared, help_heading = "Join")]
+    pub min_shared: Option<SharePolicy>,
     /// Representative of each cluster: smallest-id, longest, earliest:COLUMN or latest:COLUMN.
     #[arg(long, default_value = defaults::KEEP, value_name = "RULE", help_heading = "Join")]
     pub keep: String,
@@ -341,7 +341,7 @@ fn parse_verify(s: &str) -> std::result::Result<Verify, String> {
     s.parse()
 }
 
-fn parse_min_shared(s: &str) -> std::result::Result<MinShared, String> {
+fn parse_min_shared(s: &str) -> std::result::Result<SharePolicy, String> {
     s.parse()
 }
 
@@ -353,7 +353,7 @@ impl JoinArgs {
             candidates: self.candidates,
             minhash: self.minhash,
             verify: self.verify,
-            min_shared: self.min_shared,
+            min_shared: self.min_shared.unwrap_or_default(),
         }
     }
 }

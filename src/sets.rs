@@ -95,6 +95,9 @@ impl fmt::Display for Verify {
 pub struct MinShared(f64);
 
 impl MinShared {
+    /// The default policy's share (docs/quality.md).
+    pub const SEVENTY_PERCENT: MinShared = MinShared(0.7);
+
     pub fn value(self) -> f64 {
         self.0
     }
@@ -136,6 +139,64 @@ impl FromStr for MinShared {
 impl fmt::Display for MinShared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)
+    }
+}
+
+/// The duplication policy a run asks for (`--min-shared S|none`, or
+/// `min_shared` in a job file): not named (the default: the project's
+/// default share with a check, or a store's own policy), none, or a share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SharePolicy {
+    #[default]
+    Default,
+    Off,
+    At(MinShared),
+}
+
+impl FromStr for SharePolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SharePolicy, String> {
+        match s {
+            "none" => Ok(SharePolicy::Off),
+            _ => s.parse().map(SharePolicy::At).map_err(|e| format!("{e}, or none")),
+        }
+    }
+}
+
+impl fmt::Display for SharePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SharePolicy::Default => f.write_str("default"),
+            SharePolicy::Off => f.write_str("none"),
+            SharePolicy::At(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+// In a job file: `min_shared = 0.7` or `min_shared = "none"`; absent is the default.
+impl serde::Serialize for SharePolicy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SharePolicy::At(share) => s.serialize_f64(share.value()),
+            other => s.serialize_str(&other.to_string()),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SharePolicy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<SharePolicy, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Given {
+            Share(f64),
+            Text(String),
+        }
+        match Given::deserialize(d)? {
+            Given::Share(s) => MinShared::try_from(s).map(SharePolicy::At),
+            Given::Text(t) if t == "default" => Ok(SharePolicy::Default),
+            Given::Text(t) => t.parse(),
+        }
+        .map_err(serde::de::Error::custom)
     }
 }
 
@@ -254,6 +315,13 @@ mod tests {
         assert!(!half.passes(Some(0.49), None));
         assert_eq!(serde_json::to_string(&half).unwrap(), "0.5");
         assert!(serde_json::from_str::<MinShared>("2.0").is_err());
+        assert_eq!("none".parse::<SharePolicy>(), Ok(SharePolicy::Off));
+        assert_eq!("0.5".parse::<SharePolicy>(), Ok(SharePolicy::At(half)));
+        assert!("1.5".parse::<SharePolicy>().is_err());
+        for (json, policy) in [("0.5", SharePolicy::At(half)), ("\"none\"", SharePolicy::Off), ("\"default\"", SharePolicy::Default)] {
+            assert_eq!(serde_json::from_str::<SharePolicy>(json).unwrap(), policy);
+            assert_eq!(serde_json::to_string(&policy).unwrap(), json);
+        }
     }
 
     #[test]

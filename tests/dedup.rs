@@ -468,7 +468,7 @@ fn top_k_lets_only_the_heaviest_terms_vote() {
 fn pairs_carry_their_shared_text_and_a_policy_governs_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    ok(&dedup(&out, &[]));
+    ok(&dedup(&out, &["--min-shared", "none"]));
     let all = shares(&out);
     let edits: std::collections::BTreeMap<(String, String), String> =
         truth().into_iter().flat_map(|(a, b, e)| [((a.clone(), b.clone()), e.clone()), ((b, a), e)]).collect();
@@ -488,7 +488,7 @@ fn pairs_carry_their_shared_text_and_a_policy_governs_them() {
         assert!(seen.get(edit).copied().unwrap_or(0) >= 5, "pairs of '{edit}' seen: {seen:?}");
     }
     let s = summary(&out);
-    assert_eq!(s["min_shared"], serde_json::Value::Null);
+    assert_eq!(s["min_shared"], serde_json::Value::Null, "--min-shared none");
     let by_share: u64 = s["shared_text"]["pairs_by_share"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).sum();
     assert_eq!(by_share + s["shared_text"]["unmeasured"].as_u64().unwrap(), s["pairs"].as_u64().unwrap(), "{s}");
 
@@ -514,6 +514,18 @@ fn pairs_carry_their_shared_text_and_a_policy_governs_them() {
     exits_with(&dedup(&bad, &["--min-shared", "0.5", "--verify", "none", "--candidates", "simhash"]), 2, &["--min-shared", "--verify"]);
     exits_with(&dedup(&bad, &["--min-shared", "1.5"]), 2, &["out of range"]);
     assert!(!bad.exists());
+
+    // By default a checked run keeps a pair when 70 % of its shorter text is shared; the
+    // sample's planted copies all share more, so the default finds them all.
+    let default = dir.path().join("default");
+    ok(&dedup(&default, &[]));
+    assert_eq!(summary(&default)["min_shared"], 0.7);
+    assert_eq!(shares(&default).len(), all.len());
+    assert!(shares(&default).values().all(|(a, b)| a.max(*b) >= 0.7));
+    // Without a check there is no policy.
+    let unchecked = dir.path().join("unchecked");
+    ok(&dedup(&unchecked, &["--verify", "none", "--candidates", "simhash"]));
+    assert_eq!(summary(&unchecked)["min_shared"], serde_json::Value::Null);
 }
 
 /// `(a, b)` → `(shared_a, shared_b)` of every pair of an output.

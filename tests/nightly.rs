@@ -849,14 +849,15 @@ fn a_store_keeps_its_duplication_policy_and_measures_stored_text() {
     drops(dir.path());
     let (store, reports) = (dir.path().join("store"), dir.path().join("reports"));
     let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
-    let policy = ["--min-shared", "0.9"];
-    ok(&night(dir.path(), s, NIGHTS[0], r, &policy));
-    let o = night(dir.path(), s, NIGHTS[1], r, &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--min-shared 0.9, this run asks for none"), "{}", stderr(&o));
-    for n in &NIGHTS[1..] {
-        ok(&night(dir.path(), s, n, r, &policy));
+    ok(&night(dir.path(), s, NIGHTS[0], r, &["--min-shared", "0.9"]));
+    for other in ["none", "0.5"] {
+        let o = night(dir.path(), s, NIGHTS[1], r, &["--min-shared", other]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("--min-shared 0.9, this run asks for {other}")), "{}", stderr(&o));
     }
+    // A night that names no policy applies the store's; naming the same is fine too.
+    ok(&night(dir.path(), s, NIGHTS[1], r, &[]));
+    ok(&night(dir.path(), s, NIGHTS[2], r, &["--min-shared", "0.9"]));
     let stored: BTreeSet<String> =
         store_rows(&store).into_iter().filter(|r| r["run"] == NIGHTS[0]).map(|r| format!("{}/{}", r["source"], r["id"])).collect();
     let mut across = 0;
@@ -898,14 +899,16 @@ fn a_store_without_sketches_runs_on_and_refuses_a_policy() {
     let dir = tempfile::tempdir().unwrap();
     drops(dir.path());
     let (now, before) = (dir.path().join("now"), dir.path().join("before"));
+    // Stores made before policies existed apply none: so does the one made now, to compare.
     for base in [&now, &before] {
-        ok(&night(dir.path(), base.join("store").to_str().unwrap(), NIGHTS[0], base.join("reports").to_str().unwrap(), &[]));
+        ok(&night(dir.path(), base.join("store").to_str().unwrap(), NIGHTS[0], base.join("reports").to_str().unwrap(), &["--min-shared", "none"]));
     }
     let store = before.join("store");
     drop_sketches(&store.join(format!("runs/run={}/part-00000.parquet", NIGHTS[0])));
     let manifest = store.join("store.json");
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
     m.as_object_mut().unwrap().remove("shingles");
+    assert!(m.get("min_shared").is_none(), "a store without a policy records none: {m}");
     std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
 
     let o = night(dir.path(), store.to_str().unwrap(), NIGHTS[1], before.join("reports").to_str().unwrap(), &["--min-shared", "0.5"]);

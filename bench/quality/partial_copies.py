@@ -7,12 +7,13 @@ rest is other articles' text: an original keeps a passage of 20, 40, 60 or
 80 % of its sentences (by characters), in place, and the sentences around
 it are replaced by as much text of another article. Then:
 
-1. `containment` of each pair, as neardup measures it (the shares in
-   pairs/), against the planted share: the error of the measure;
+1. `containment` of each original in its copy, as neardup measures it (the
+   shares in pairs/), against the planted share: the error of the measure;
 2. `neardup dedup --min-shared S` at each knob S, with candidates and a check
    loose enough to let every partial copy through (`--minhash 64x2
    --verify jaccard:0.1`): whether each pair ends up together exactly when
-   its planted share reaches S (agreement with the knob).
+   the planted share of its shorter document reaches S (agreement with the
+   knob; pairs within 0.05 of S are not counted).
 
 Deterministic. Needs pyarrow and a neardup binary:
 
@@ -34,22 +35,33 @@ GRADES = [0.2, 0.4, 0.6, 0.8]
 KNOBS = [0.3, 0.5, 0.7]
 
 
+# neardup's tokens of shingles (src/text/shingles.rs): a Han, kana or Hangul
+# character, or a run of letters and digits of another script.
+UNSPACED = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af"
+TOKEN = re.compile(f"[{UNSPACED}]|[^\\W_{UNSPACED}]+")
+
+
+def tokens(text):
+    return len(TOKEN.findall(text))
+
+
 def sentences(text, zh):
     pattern = r"(?<=[。！？!?\n])" if zh else r"(?<=[.!?])\s+|\n+"
     return [s for s in re.split(pattern, text) if s.strip()]
 
 
 def partial_copy(original, donor, grade, rng, zh):
-    """`original` with a passage of `grade` of its characters kept in place,
-    the rest replaced by as much of `donor`'s text; the share actually kept."""
+    """`original` with a passage of `grade` of its tokens kept in place, the
+    rest replaced by as much of `donor`'s text (as far as it goes); the copy,
+    and the kept passage's share of the original's tokens and of the copy's."""
     parts = sentences(original, zh)
-    total = sum(len(p) for p in parts)
+    total = sum(tokens(p) for p in parts)
     # The kept passage: consecutive sentences from a random start, as close to the grade as possible.
     best = None
     for start in range(len(parts)):
         kept = 0
         for end in range(start, len(parts)):
-            kept += len(parts[end])
+            kept += tokens(parts[end])
             share = kept / total
             if best is None or abs(share - grade) < abs(best[2] - grade):
                 best = (start, end + 1, share)
@@ -70,7 +82,8 @@ def partial_copy(original, donor, grade, rng, zh):
         return out
 
     text = joiner.join(take(before_len) + parts[start:end] + take(after_len))
-    return text, share
+    kept = sum(tokens(p) for p in parts[start:end])
+    return text, share, kept / tokens(text)
 
 
 def build(data, n, seed):
@@ -84,11 +97,14 @@ def build(data, n, seed):
             grade = GRADES[i % len(GRADES)]
             if len(sentences(r["text"], zh)) < 5:
                 continue
-            copy, share = partial_copy(r["text"], donor["text"], grade, rng, zh)
+            copy, share, share_of_copy = partial_copy(r["text"], donor["text"], grade, rng, zh)
             a, b = f"{name}-{r['id']}", f"{name}-{r['id']}~partial"
             docs[a], docs[b] = r["text"], copy
             # The donor's own text is not in the corpus: the copy is the original's only relative.
-            truth.append({"corpus": name, "id_a": a, "id_b": b, "grade": grade, "share": share})
+            # A short donor leaves a shorter copy, of which the passage is a larger share: the
+            # policy asks for the shorter document's share.
+            truth.append({"corpus": name, "id_a": a, "id_b": b, "grade": grade, "share": share,
+                          "shorter_share": max(share, share_of_copy)})
     return docs, truth
 
 
@@ -139,10 +155,11 @@ def main():
         per_grade = {}
         for (a, b), t in by_pair.items():
             together = a in cluster_of and cluster_of.get(a) == cluster_of.get(b)
-            # The planted share decides; a pair within 0.05 of the knob is too close to call.
-            if abs(t["share"] - knob) < 0.05:
+            # The planted share of the shorter document decides; a pair within 0.05 of the
+            # knob is too close to call.
+            if abs(t["shorter_share"] - knob) < 0.05:
                 continue
-            wanted = t["share"] >= knob
+            wanted = t["shorter_share"] >= knob
             g = per_grade.setdefault(f"{t['corpus']} {t['grade']}", [0, 0])
             g[0] += together == wanted
             g[1] += 1

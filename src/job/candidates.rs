@@ -52,7 +52,7 @@ impl NearPairs {
             candidates: candidates_name(join),
             candidate_pairs: self.candidates,
             verify: join.verify.to_string(),
-            min_shared: join.min_shared,
+            min_shared: join.min_shared(),
             unconfirmed_copies: unconfirmed,
             keep: keep.to_string(),
             ..Summary::default()
@@ -124,7 +124,7 @@ pub(super) async fn near_pairs(
                 ("path", Param::Text(&near_path)),
                 ("measure", Param::Text(measure)),
                 ("threshold", Param::Float(threshold)),
-                ("min_shared", Param::FloatOrNull(join.min_shared.map(MinShared::value))),
+                ("min_shared", Param::FloatOrNull(join.min_shared().map(MinShared::value))),
             ];
             collect(ctx, &render(sql::VERIFIED_PAIRS, &params)).await?;
             register_parquet(ctx, table::NEAR_PAIRS, &near_path).await?;

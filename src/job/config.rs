@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::join::MAX_HAMMING;
 use crate::session::EngineOptions;
 use crate::minhash::MinHashPlan;
-use crate::sets::{MinShared, Verify};
+use crate::sets::{MinShared, SharePolicy, Verify};
 use crate::storage::InputSpec;
 use crate::text::{Analyzer, AnalyzerOptions, Mode};
 use crate::weight::{IdfFormula, Weighting};
@@ -23,7 +23,7 @@ use crate::weight::{IdfFormula, Weighting};
 /// whose type has a `Default` (the weighting, IDF formula, candidates,
 /// MinHash plan) take it from there.
 pub mod defaults {
-    use crate::sets::Verify;
+    use crate::sets::{MinShared, Verify};
 
     pub const ID_COLUMN: &str = "id";
     pub const TEXT_COLUMN: &str = "text";
@@ -31,6 +31,9 @@ pub mod defaults {
     pub const MAX_HAMMING: u32 = 3;
     /// The check of candidate pairs (chosen in docs/quality.md).
     pub const VERIFY: Verify = Verify::Jaccard(0.5);
+    /// The duplication policy with a check: 70 % of the shorter document's
+    /// text found in the other (chosen in docs/quality.md).
+    pub const MIN_SHARED: MinShared = MinShared::SEVENTY_PERCENT;
     pub const KEEP: &str = "smallest-id";
 }
 
@@ -182,10 +185,15 @@ pub struct JoinOptions {
     /// `jaccard:T` or `overlap:T` (MinHash candidates need a check).
     #[serde(default = "default_verify")]
     pub verify: Verify,
-    /// The duplication policy: the share of the shorter document's text
-    /// that must be found in the other (none: the check alone decides).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_shared: Option<MinShared>,
+    /// The duplication policy asked for: the share of the shorter
+    /// document's text that must be found in the other, none, or the default
+    /// ([`JoinOptions::min_shared`] resolves it).
+    #[serde(default, skip_serializing_if = "is_default_policy")]
+    pub min_shared: SharePolicy,
+}
+
+fn is_default_policy(p: &SharePolicy) -> bool {
+    *p == SharePolicy::Default
 }
 
 /// Where candidate pairs come from.
@@ -220,12 +228,23 @@ impl Default for JoinOptions {
             candidates: Candidates::default(),
             minhash: MinHashPlan::default(),
             verify: default_verify(),
-            min_shared: None,
+            min_shared: SharePolicy::Default,
         }
     }
 }
 
 impl JoinOptions {
+    /// The duplication policy the run applies: the one asked for, or by
+    /// default [`defaults::MIN_SHARED`] when candidates are checked (the
+    /// policy is part of the check, and there is none without one).
+    pub fn min_shared(&self) -> Option<MinShared> {
+        match self.min_shared {
+            SharePolicy::Default => self.verify.measure().map(|_| defaults::MIN_SHARED),
+            SharePolicy::Off => None,
+            SharePolicy::At(s) => Some(s),
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         if self.max_hamming > MAX_HAMMING {
             return Err(Error::input(format!(
@@ -242,7 +261,7 @@ impl JoinOptions {
                  (the default is jaccard:0.5), or use --candidates simhash",
             ));
         }
-        if self.min_shared.is_some() && self.verify == Verify::None {
+        if matches!(self.min_shared, SharePolicy::At(_)) && self.verify == Verify::None {
             return Err(Error::input(
                 "--min-shared is applied with the check of candidates: give --verify jaccard:T or overlap:T \
                  (the default is jaccard:0.5) beside it",

@@ -23,6 +23,13 @@ pub struct Job {
 }
 
 impl Job {
+    /// The job with its duplication policy settled (a store's own, for one).
+    pub fn with_min_shared(&self, policy: Option<crate::sets::MinShared>) -> Job {
+        let mut job = self.clone();
+        job.spec.join.min_shared = policy.map_or(crate::sets::SharePolicy::Off, crate::sets::SharePolicy::At);
+        job
+    }
+
     /// `spec` checked ([`JobSpec::validate`]) and parsed.
     pub fn new(spec: &JobSpec) -> Result<Job> {
         let checked = spec.validate()?;

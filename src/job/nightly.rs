@@ -162,7 +162,7 @@ async fn tonight_eligible(ctx: &SessionContext, join: &JoinOptions, out: &Output
     let params = [
         ("measure", Param::Text(measure)),
         ("threshold", Param::Float(threshold)),
-        ("min_shared", Param::FloatOrNull(join.min_shared.map(MinShared::value))),
+        ("min_shared", Param::FloatOrNull(join.min_shared().map(MinShared::value))),
     ];
     let statement = render(sql::STORE_UNCONFIRMED, &params);
     let mut rejected = Vec::new();
@@ -202,7 +202,7 @@ async fn stage_run(ctx: &SessionContext, store: &StoreRun, job: &Job, model: Opt
             idf_model: Some(idf_model),
             minhash: store.minhash,
             shingles: Some(SKETCH_SCHEME.into()),
-            min_shared: job.spec.join.min_shared,
+            min_shared: job.spec.join.min_shared(),
         };
         seal(ctx, &run_path, Some(&meta)).await?;
         register_parquet(ctx, table::NIGHT, &run_path).await?;

@@ -51,7 +51,7 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec
     }
     let similar = |a: &&Member, b: &&Member| {
         join.verify.passes(&a.term_set, &b.term_set)
-            && join.min_shared.is_none_or(|policy| {
+            && join.min_shared().is_none_or(|policy| {
                 let share = |x: &Member, y: &Member| containment(x.shingles.as_deref()?, y.shingles.as_deref()?);
                 policy.passes(share(a, b), share(b, a))
             })

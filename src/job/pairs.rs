@@ -16,7 +16,7 @@ use super::sql::table;
 use super::tables::{create_view, FileMetadata, METADATA_KEY};
 use crate::error::{Error, Result};
 use crate::session::{context, EngineOptions};
-use crate::sets::Verify;
+use crate::sets::{SharePolicy, Verify};
 use crate::storage::{ident, literal, parquet_key_values, register_parquet, InputSpec, OutputDir};
 
 /// A `pairs` run: the join and clustering over an existing fingerprint table.
@@ -39,11 +39,18 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     let mut progress = Progress::new(options);
     let input = &spec.fingerprints;
     let settings = check_fingerprint_settings(&ctx, &input.url).await?;
-    fingerprints_view(&ctx, spec, &keep).await?;
+    let sketches = fingerprints_view(&ctx, spec, &keep).await?;
+    // Fingerprints made before documents kept sketches cannot be held to a
+    // policy: the default leaves it out, one asked for is refused (above).
+    let mut join = spec.join.clone();
+    if !sketches {
+        join.min_shared = SharePolicy::Off;
+    }
+    let spec = &PairsSpec { join, ..spec.clone() };
     progress.done("inputs", format!("fingerprints from '{}'", input.url));
     let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
     let result = async {
-        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None, shingles: None, min_shared: spec.join.min_shared });
+        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None, shingles: None, min_shared: spec.join.min_shared() });
         let mut summary = join_stages(&ctx, &spec.join, &keep, &out, meta.as_ref(), &mut progress).await?;
         summary.command = RunCommand::Pairs;
         summary.output = out.url().to_string();
@@ -62,8 +69,9 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
 }
 
 /// The view `fingerprints` over the table `spec.fingerprints`, its columns
-/// checked: what `dedup` would have made of the same documents.
-async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRule) -> Result<()> {
+/// checked: what `dedup` would have made of the same documents. Says whether
+/// the table has shingle sketches.
+async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRule) -> Result<bool> {
     let input = &spec.fingerprints;
     let schema = register_parquet(ctx, "fingerprints_input", &input.url).await?;
     let simhash = field(&schema, "simhash", input, "fingerprint", "a column named simhash")?;
@@ -106,7 +114,7 @@ async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRu
     // their pairs' shares are NULL, and no policy can be applied to them.
     let shingles = match schema.field_with_name("shingles") {
         Ok(_) => ", shingles",
-        Err(_) if spec.join.min_shared.is_some() => {
+        Err(_) if matches!(spec.join.min_shared, SharePolicy::At(_)) => {
             return Err(Error::input(format!(
                 "'{}' has no shingles column, which --min-shared measures: recompute the fingerprints \
                  with this version of neardup dedup, or drop --min-shared",
@@ -119,7 +127,8 @@ async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRu
         "SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
          CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{shingles}{extra} FROM fingerprints_input"
     );
-    create_view(ctx, table::FINGERPRINTS, &query).await
+    create_view(ctx, table::FINGERPRINTS, &query).await?;
+    Ok(schema.field_with_name("shingles").is_ok())
 }
 
 /// The MinHash band keys of the table's documents: the file's own when made

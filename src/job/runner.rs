@@ -180,6 +180,9 @@ async fn store_night(
 ) -> Result<Summary> {
     let spec = &job.spec;
     let mut store = StoreRun::open(ctx, store_options, job, spec.fingerprint.idf_model.as_deref()).await?;
+    // From here on the night applies the store's policy, or the one it records.
+    let job = &job.with_min_shared(store.min_shared());
+    let spec = &job.spec;
     let checked = check_inputs(ctx, spec, &job.keep, damaged).await?;
     log_skipped(options, &checked.skipped);
     register_documents(ctx, spec, &checked, &job.keep, table::DOCUMENTS_INPUT).await?;

@@ -126,7 +126,7 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
         idf_model: None,
         minhash,
         shingles: Some(crate::text::shingles::SKETCH_SCHEME.into()),
-        min_shared: run.job.spec.join.min_shared,
+        min_shared: run.job.spec.join.min_shared(),
     };
     let params = [
         ("model", Param::TextOrNull(model.map(|m| m.files.0.as_str()))),

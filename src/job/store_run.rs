@@ -19,7 +19,7 @@ use super::sql::table;
 use super::tables::create_view;
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
-use crate::sets::MinShared;
+use crate::sets::{MinShared, SharePolicy};
 use crate::text::shingles::SKETCH_SCHEME;
 use crate::storage::fetch::{rows_by_key, Take};
 use crate::storage::{local_path, locate, read_object, register_parquet_files};
@@ -72,15 +72,27 @@ impl StoreRun {
     /// made with other settings. `idf_model` is the model the run was given,
     /// if any: a new store freezes it, an existing one must hold the same.
     pub async fn open(ctx: &SessionContext, options: &StoreOptions, job: &Job, idf_model: Option<&str>) -> Result<StoreRun> {
-        let (settings, keep, minhash, min_shared) = (&job.settings, &job.keep, job.minhash(), job.spec.join.min_shared);
+        let (settings, keep, minhash) = (&job.settings, &job.keep, job.minhash());
         let url = options.url.trim_end_matches('/').to_string();
         let run_id = options.run_id.clone().unwrap_or_default();
         super::config::check_run_id(&run_id)?;
         let (store, root) = locate(ctx, &url)?;
         let manifest = read_manifest(store.as_ref(), &root, &url).await?;
+        // A night that names no policy applies the store's (that of a store
+        // made before policies existed is none); one that names another is
+        // refused below.
+        let join = &job.spec.join;
+        let min_shared = match (&manifest, join.min_shared) {
+            (Some(m), SharePolicy::Default) if join.verify.measure().is_some() => m.min_shared,
+            _ => join.min_shared(),
+        };
         let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), segments: Vec::new(), minhash, min_shared, store, root };
         if let Some(m) = &run.manifest {
             run.check_manifest(ctx, m, settings, keep, idf_model).await?;
+            // Without a check there is no policy to apply, nor to compare.
+            if join.verify.measure().is_some() {
+                run.check_policy(m)?;
+            }
         }
         run.read_runs().await?;
         if run.manifest.is_none() && !(run.earlier.is_empty() && run.segments.is_empty()) {
@@ -90,6 +102,28 @@ impl StoreRun {
             )));
         }
         Ok(run)
+    }
+
+    /// Refuse a store whose duplication policy is not the run's: every
+    /// night must decide alike.
+    fn check_policy(&self, m: &Manifest) -> Result<()> {
+        if m.min_shared == self.min_shared {
+            return Ok(());
+        }
+        let name = |p: Option<MinShared>| p.map_or("none".to_string(), |p| p.to_string());
+        Err(Error::input(format!(
+            "store '{}' keeps pairs under the duplication policy --min-shared {}, this run asks for {}: \
+             drop --min-shared to use the store's policy (every night must decide alike), or start a new store",
+            self.url,
+            name(m.min_shared),
+            name(self.min_shared)
+        )))
+    }
+
+    /// This night's duplication policy: the store's, or the one a new store
+    /// records.
+    pub fn min_shared(&self) -> Option<MinShared> {
+        self.min_shared
     }
 
     /// Refuse a store whose manifest `m` does not match the run: another
@@ -112,16 +146,6 @@ impl StoreRun {
                  Run with the store's settings, or start a new store",
                 self.url,
                 differences(&m.settings, settings)
-            )));
-        }
-        if m.min_shared != self.min_shared {
-            let name = |p: Option<MinShared>| p.map_or("none".to_string(), |p| p.to_string());
-            return Err(Error::input(format!(
-                "store '{}' keeps pairs under the duplication policy --min-shared {}, this run asks for {}: \
-                 use the store's policy (every night must decide alike), or start a new store",
-                self.url,
-                name(m.min_shared),
-                name(self.min_shared)
             )));
         }
         if m.keep != keep.to_string() {
