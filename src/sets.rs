@@ -218,8 +218,9 @@ macro_rules! text_form {
 }
 text_form!(Verify);
 
-/// Size of the intersection of two sorted, distinct slices.
-pub fn intersection(a: &[u64], b: &[u64]) -> usize {
+/// Size of the intersection of two sorted, distinct slices (term sets, or
+/// shingle sketches).
+pub fn intersection<T: Ord>(a: &[T], b: &[T]) -> usize {
     let (mut i, mut j, mut n) = (0, 0, 0);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {

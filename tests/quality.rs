@@ -77,13 +77,15 @@ fn quick_benchmark_is_deterministic_and_quality_stays_above_its_floor() {
 /// on real short posts: at the defaults it misses at most 1 % of the pairs
 /// whose term sets reach Jaccard 0.55, and none at 0.70. Measured
 /// 2026-11-25: 3 of 1,232 at 0.55 and above, 0 of 752 at 0.70 and above
-/// (1,129 and 651 with SimHash candidates alone).
+/// (1,129 and 651 with SimHash candidates alone). The duplication policy,
+/// which comes after the candidates and the check, is left out: what it
+/// drops is not missed.
 #[test]
 fn candidates_miss_almost_nothing_above_the_threshold_on_weibo_original() {
     let Some(input) = shared_data("weibo_original.parquet") else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    ok(&neardup(&["dedup", "-q", "-i", input.to_str().unwrap(), "-o", out.to_str().unwrap()]));
+    ok(&neardup(&["dedup", "-q", "-i", input.to_str().unwrap(), "-o", out.to_str().unwrap(), "--min-shared", "none"]));
     let sql = root().join("bench/quality/candidate_misses.sql");
     let (fp, pairs) = (format!("fp={}", out.join("fingerprints").display()), format!("pairs={}", out.join("pairs").display()));
     let csv = ok(&neardup(&["sql", "--format", "csv", "-t", &fp, "-t", &pairs, "-f", sql.to_str().unwrap()]));
@@ -104,9 +106,10 @@ fn candidates_miss_almost_nothing_above_the_threshold_on_weibo_original() {
 }
 
 /// Floors of the partial-copy benchmark, set from measured values
-/// (docs/quality.md, "Graded partial copies").
-const MEAN_ERROR_FLOOR: f64 = 0.05;
-const AGREEMENT_FLOOR: f64 = 0.9;
+/// (docs/quality.md, "How much was copied": at 80 originals per corpus, mean
+/// errors 0.012 and 0.007, every pair sorted as its planted share says).
+const MEAN_ERROR_FLOOR: f64 = 0.025;
+const AGREEMENT_FLOOR: f64 = 0.98;
 
 /// Graded partial copies of real articles (bench/quality/partial_copies.py):
 /// the shares of shared text neardup measures are close to the planted

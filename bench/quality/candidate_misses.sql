@@ -2,7 +2,8 @@
 -- fingerprints whose term sets reach Jaccard 0.5 (the default check), found
 -- by brute force (jaccard_pairs over the whole corpus as one group: an exact
 -- set-similarity join, src/setjoin.rs), against the near pairs of a
--- `dedup` run at the defaults. Only fingerprints whose documents all have
+-- `dedup` run at the defaults with `--min-shared none` (the policy comes after
+-- the candidates). Only fingerprints whose documents all have
 -- one term set take part: of a fingerprint whose copies differ, the run
 -- compares the term set of its largest consistent group of copies
 -- (sql/56_unconfirmed_copies.sql), which the outputs do not say. On

@@ -24,11 +24,11 @@ import json
 import os
 import random
 import re
-import subprocess
-import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from cli import dedup, sql
 
 CORPORA = {"long_zh": ("heybox_articles.parquet", True), "en": ("bbc_news.parquet", False)}
 GRADES = [0.2, 0.4, 0.6, 0.8]
@@ -108,14 +108,6 @@ def build(data, n, seed):
     return docs, truth
 
 
-def neardup_sql(neardup, tables, sql):
-    args = [neardup, "sql", "--format", "json"]
-    for t in tables:
-        args += ["--table", t]
-    out = subprocess.run(args + ["-c", sql], check=True, capture_output=True, text=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
@@ -132,7 +124,7 @@ def main():
     pq.write_table(pa.table({k: [t[k] for t in truth] for k in truth[0]}), os.path.join(args.out, "truth.parquet"))
 
     # 1. The measure against the planted share.
-    rows = neardup_sql(args.neardup, [f"d={corpus}", f"t={os.path.join(args.out, 'truth.parquet')}"],
+    rows = sql(args.neardup, [f"d={corpus}", f"t={os.path.join(args.out, 'truth.parquet')}"],
                        "SELECT t.corpus, t.grade, t.share, containment(shingle_sketch(a.text), shingle_sketch(b.text)) AS measured "
                        "FROM t JOIN d a ON a.id = t.id_a JOIN d b ON b.id = t.id_b")
     results = {"pairs": len(truth), "measure": {}, "policy": {}}
@@ -148,9 +140,8 @@ def main():
     by_pair = {(t["id_a"], t["id_b"]): t for t in truth}
     for knob in KNOBS:
         out = os.path.join(args.out, f"min-shared-{knob}")
-        subprocess.run([args.neardup, "dedup", "-q", "-i", f"bench={corpus}", "-o", out, "--overwrite", "--minhash", "64x2",
-                        "--verify", "jaccard:0.1", "--min-shared", str(knob)], check=True)
-        clusters = neardup_sql(args.neardup, [f"c={os.path.join(out, 'clusters')}"], "SELECT id, cluster_id FROM c")
+        dedup(args.neardup, [f"bench={corpus}"], out, ["--minhash", "64x2", "--verify", "jaccard:0.1", "--min-shared", str(knob)])
+        clusters = sql(args.neardup, [f"c={os.path.join(out, 'clusters')}"], "SELECT id, cluster_id FROM c")
         cluster_of = {r["id"]: r["cluster_id"] for r in clusters}
         per_grade = {}
         for (a, b), t in by_pair.items():

@@ -24,6 +24,7 @@
 //! whatever the length.
 
 use crate::fingerprint::hash64;
+use crate::sets::intersection;
 
 /// Tokens per shingle: five characters of Chinese (two or three words), or
 /// five words of English.
@@ -131,23 +132,6 @@ pub fn containment(a: &[u32], b: &[u32]) -> Option<f64> {
         return None;
     }
     Some(intersection(a, b) as f64 / a.len() as f64)
-}
-
-/// Size of the intersection of two sorted, distinct slices.
-fn intersection(a: &[u32], b: &[u32]) -> usize {
-    let (mut i, mut j, mut n) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                n += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    n
 }
 
 /// Whether a pair's text shares pass `min_shared`: the share of the

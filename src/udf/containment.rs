@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, AsArray, Float64Builder, ListArray};
+use datafusion::arrow::array::{Array, AsArray, Float64Builder, ListArray, UInt32Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, UInt32Type};
 use datafusion::common::{exec_err, plan_err, Result};
@@ -11,6 +11,7 @@ use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs,
 
 use super::args::{doc, finish, to_arrays};
 use super::shingle_sketch::sketch_type;
+use super::term_set::list_values;
 use crate::text::shingles::containment;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -53,9 +54,10 @@ impl ScalarUDFImpl for Containment {
         let (arrays, all_scalar) = to_arrays(&args.args, args.number_rows)?;
         let (a, b) = (cast(&arrays[0], &sketch_type())?, cast(&arrays[1], &sketch_type())?);
         let (a, b) = (a.as_list::<i32>(), b.as_list::<i32>());
+        let (av, bv) = (a.values().as_primitive::<UInt32Type>(), b.values().as_primitive::<UInt32Type>());
         let mut out = Float64Builder::with_capacity(a.len());
         for i in 0..a.len() {
-            match (sketch(a, i)?, sketch(b, i)?) {
+            match (sketch(a, av, i)?, sketch(b, bv, i)?) {
                 (Some(x), Some(y)) => out.append_option(containment(x, y)),
                 _ => out.append_null(),
             }
@@ -79,19 +81,10 @@ impl ScalarUDFImpl for Containment {
 }
 
 /// Row `i` of a sketch column, checked sorted.
-fn sketch(sketches: &ListArray, i: usize) -> Result<Option<&[u32]>> {
-    if sketches.is_null(i) {
-        return Ok(None);
-    }
-    let offsets = sketches.value_offsets();
-    let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
-    let values = sketches.values().as_primitive::<UInt32Type>();
-    if values.null_count() > 0 && (start..end).any(|j| values.is_null(j)) {
-        return exec_err!("containment: a sketch holds a NULL hash");
-    }
-    let row = &values.values()[start..end];
-    if !row.is_sorted() {
+fn sketch<'a>(sketches: &ListArray, values: &'a UInt32Array, i: usize) -> Result<Option<&'a [u32]>> {
+    let row = list_values(sketches, values, i, "containment", "a sketch")?;
+    if row.is_some_and(|r| !r.is_sorted()) {
         return exec_err!("containment: sketches must be sorted: build them with shingle_sketch");
     }
-    Ok(Some(row))
+    Ok(row)
 }

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListArray, UInt64Array};
+use datafusion::arrow::array::{Array, ArrayRef, ArrowPrimitiveType, AsArray, ListArray, PrimitiveArray, UInt64Array};
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field};
@@ -38,13 +38,25 @@ pub(crate) fn as_sets(array: &ArrayRef) -> Result<ListArray> {
 
 /// The values of row `i` of a term-set column (NULL items are not allowed).
 pub(crate) fn set_values<'a>(sets: &ListArray, values: &'a UInt64Array, i: usize, function: &str) -> Result<Option<&'a [u64]>> {
-    if sets.is_null(i) {
+    list_values(sets, values, i, function, "a term set")
+}
+
+/// The values of row `i` of a list column of hashes (`what` names it in
+/// the error for a NULL item, which is not allowed).
+pub(crate) fn list_values<'a, T: ArrowPrimitiveType>(
+    lists: &ListArray,
+    values: &'a PrimitiveArray<T>,
+    i: usize,
+    function: &str,
+    what: &str,
+) -> Result<Option<&'a [T::Native]>> {
+    if lists.is_null(i) {
         return Ok(None);
     }
-    let offsets = sets.value_offsets();
+    let offsets = lists.value_offsets();
     let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
     if values.null_count() > 0 && (start..end).any(|j| values.is_null(j)) {
-        return exec_err!("{function}: a term set holds a NULL hash");
+        return exec_err!("{function}: {what} holds a NULL hash");
     }
     Ok(Some(&values.values()[start..end]))
 }

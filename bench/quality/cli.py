@@ -1,0 +1,20 @@
+"""The neardup command line, as the quality scripts call it."""
+import json
+import subprocess
+
+
+def sql(neardup, tables, query):
+    """Rows of `query` over `tables` (NAME=URL each), as dicts."""
+    args = [neardup, "sql", "--format", "json"]
+    for t in tables:
+        args += ["--table", t]
+    out = subprocess.run(args + ["-c", query], check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def dedup(neardup, inputs, out, extra):
+    """`neardup dedup` of `inputs` (NAME=URL each) into `out`."""
+    args = [neardup, "dedup", "-q", "-o", out, "--overwrite"] + extra
+    for i in inputs:
+        args += ["-i", i]
+    subprocess.run(args, check=True)

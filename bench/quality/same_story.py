@@ -1,0 +1,83 @@
+"""Same-story rewrites: real articles about one event that share no passage,
+and whether any setting of the duplication policy (--min-shared) merges them.
+
+The procedure that finds and labels them, on BBC News and the Heybox articles:
+
+1. a loose run, `neardup dedup --verify jaccard:0.3 --min-shared none`, lists
+   every candidate pair whose term sets share at least 30 % of their words;
+2. a pair is a *same-story rewrite* when its two documents share at most 5 %
+   of the shorter one's text (`greatest(shared_a, shared_b) <= 0.05`): the same
+   words, no common run of five tokens beyond a few stock phrases;
+3. `samples.md` prints the first such pairs side by side, to be read: every
+   one read so far is two write-ups of one match, release, product or
+   policy, not a copy (docs/quality.md).
+
+Then each knob S runs at the defaults otherwise (`--min-shared S`), and the
+script counts the same-story pairs that end up in one cluster: the target is
+none at any S.
+
+    python bench/quality/same_story.py --out target/same-story --neardup target/release/neardup
+"""
+import argparse
+import json
+import os
+
+from cli import dedup, sql
+
+KNOBS = ["0.1", "0.3", "0.5", "0.7", "0.9"]
+CORPORA = {"bbc": "bbc_news.parquet", "heybox": "heybox_articles.parquet"}
+MAX_SHARED = 0.05
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser.add_argument("--data", default=os.path.join(here, "../../../shared/data"))
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--neardup", default=os.path.join(here, "../../target/release/neardup"))
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    inputs = [f"{name}={os.path.join(args.data, file)}" for name, file in CORPORA.items()]
+
+    loose = os.path.join(args.out, "loose")
+    dedup(args.neardup, inputs, loose, ["--verify", "jaccard:0.3", "--min-shared", "none"])
+    pairs = sql(args.neardup, [f"p={loose}/pairs"],
+                f"SELECT source_a, id_a, source_b, id_b, similarity, shared_a, shared_b FROM p "
+                f"WHERE similarity IS NOT NULL AND greatest(shared_a, shared_b) <= {MAX_SHARED} "
+                f"ORDER BY source_a, id_a, source_b, id_b")
+    truth = {(p["source_a"], p["id_a"], p["source_b"], p["id_b"]) for p in pairs}
+
+    # Pairs to read, side by side.
+    texts = {}
+    for name, file in CORPORA.items():
+        ids = sorted({p["id_a"] for p in pairs if p["source_a"] == name} | {p["id_b"] for p in pairs if p["source_b"] == name})
+        if ids:
+            listed = ", ".join("'" + i.replace("'", "''") + "'" for i in ids[:400])
+            for r in sql(args.neardup, [f"d={os.path.join(args.data, file)}"],
+                         f"SELECT CAST(id AS VARCHAR) AS id, substr(text, 1, 160) AS head FROM d WHERE CAST(id AS VARCHAR) IN ({listed})"):
+                texts[(name, r["id"])] = r["head"].replace("\n", " ")
+    with open(os.path.join(args.out, "samples.md"), "w") as f:
+        for p in pairs[:40]:
+            f.write(f"## {p['source_a']}/{p['id_a']} and {p['source_b']}/{p['id_b']}: similarity {p['similarity']:.2f}, "
+                    f"shared {p['shared_a']:.2f} / {p['shared_b']:.2f}\n\n")
+            f.write(f"- {texts.get((p['source_a'], p['id_a']), '')}\n- {texts.get((p['source_b'], p['id_b']), '')}\n\n")
+
+    results = {"same_story_pairs": len(truth), "by_source": {}, "merged": {}}
+    for p in pairs:
+        key = f"{p['source_a']}/{p['source_b']}"
+        results["by_source"][key] = results["by_source"].get(key, 0) + 1
+    for knob in KNOBS + ["none"]:
+        out = os.path.join(args.out, f"min-shared-{knob}")
+        dedup(args.neardup, inputs, out, ["--min-shared", knob])
+        clusters = sql(args.neardup, [f"c={out}/clusters"], "SELECT source, id, cluster_id FROM c")
+        cluster_of = {(c["source"], c["id"]): c["cluster_id"] for c in clusters}
+        merged = sum(1 for (sa, ia, sb, ib) in truth
+                     if (sa, ia) in cluster_of and cluster_of[(sa, ia)] == cluster_of.get((sb, ib)))
+        results["merged"][knob] = merged
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
