@@ -35,10 +35,12 @@ fn every_dedup_writes_a_report_that_matches_its_summary() {
     assert!(page.len() < 5 << 20, "{} bytes", page.len());
     assert_eq!(attribute(&page, "data-clusters"), s["clusters"].as_u64().unwrap());
     assert_eq!(attribute(&page, "data-pairs"), s["pairs"].as_u64().unwrap());
-    for chart in ["timings", "hamming", "similarity", "sizes"] {
+    for chart in ["timings", "hamming", "similarity", "shared", "sizes"] {
         assert!(page.contains(&format!("data-chart=\"{chart}\"><svg")), "chart {chart}");
     }
     assert!(page.contains("data-chart=\"matrix\""), "two inputs: a source × source matrix");
+    assert!(page.contains("pairs below 70 % were not kept"), "the duplication policy is drawn");
+    assert!(page.contains("% of its text is in the partner"), "members show their shares of shared text");
     // 65 clusters: the 8 largest and 8 more at random, each with its representative marked.
     assert_eq!(page.matches("<details class=\"cluster\"").count(), 16);
     assert!(page.matches("class=\"doc representative\"").count() >= 16);
@@ -146,7 +148,7 @@ fn the_sample_report_renders_in_a_real_browser() {
     assert!(dom.contains("data-ready=\"16\""), "the page's script did not run");
     let s = summary(&out);
     assert_eq!(attribute(&dom, "data-clusters"), s["clusters"].as_u64().unwrap());
-    assert_eq!(dom.matches("<svg").count(), 4, "timings, distances, similarity and sizes");
+    assert_eq!(dom.matches("<svg").count(), 5, "timings, distances, similarity, shared text and sizes");
     // Cargo's folder for integration tests' files (under the build's target directory).
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     std::fs::create_dir_all(&shots).unwrap();

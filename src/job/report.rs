@@ -214,6 +214,7 @@ fn brief(s: &Summary) -> Report {
         ("candidates".to_string(), s.candidates.clone()),
         ("max Hamming distance (k)".into(), s.max_hamming.to_string()),
         ("check".into(), s.verify.clone()),
+        ("duplication policy".into(), s.min_shared.map_or("none".to_string(), |m| format!("at least {m} of the shorter text shared"))),
         ("keep".into(), s.keep.clone()),
     ];
     if let Some(f) = &s.settings {
@@ -238,6 +239,11 @@ fn brief(s: &Summary) -> Report {
         timings,
         total_ms: s.total_ms - s.timings_ms.get("report").copied().unwrap_or(0),
         max_hamming: s.max_hamming,
+        shared: s.shared_text.as_ref().map(|t| report::Shared {
+            pairs_by_share: t.pairs_by_share.clone(),
+            unmeasured: t.unmeasured,
+            min_shared: s.min_shared.map(|m| m.value()),
+        }),
         ..Default::default()
     }
 }

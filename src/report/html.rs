@@ -97,6 +97,9 @@ fn pairs(page: &mut String, r: &Report) -> Result<(), String> {
     if let Some(s) = &r.similarity {
         similarity(page, s)?;
     }
+    if let Some(s) = &r.shared {
+        shared(page, s)?;
+    }
     page.push_str("</section>\n");
     Ok(())
 }
@@ -126,6 +129,24 @@ fn similarity(page: &mut String, s: &super::Similarity) -> Result<(), String> {
         group(s.unchecked)
     );
     figure(page, "similarity", &bars.svg()?, &caption);
+    Ok(())
+}
+
+fn shared(page: &mut String, s: &super::Shared) -> Result<(), String> {
+    let labels: Vec<String> = (0..s.pairs_by_share.len()).map(|i| format!("{}", i * 10)).collect();
+    let values: Vec<f64> = s.pairs_by_share.iter().map(|&c| c as f64).collect();
+    let marker = s.min_shared.map(|m| m * s.pairs_by_share.len() as f64);
+    let bars = Bars { labels: &labels, series: &[Series { color: BLUE, values: &values }], x_desc: "% of the shorter document's text found in the other", y_desc: "pairs", log_y: false, marker, overlay: false };
+    let policy = match s.min_shared {
+        Some(m) => format!("the red line is the duplication policy: pairs below {:.0} % were not kept.", m * 100.0),
+        None => "the run had no duplication policy.".to_string(),
+    };
+    let unmeasured = match s.unmeasured {
+        0 => String::new(),
+        n => format!(" {} pair(s) could not be measured (a document stored without a sketch).", group(n)),
+    };
+    let caption = format!("Pairs by how much of the shorter document's text the other holds, verbatim, in bins of 10 % (each labelled by its lower bound); {policy}{unmeasured}");
+    figure(page, "shared", &bars.svg()?, &caption);
     Ok(())
 }
 
@@ -316,6 +337,7 @@ mod tests {
             hamming: vec![0, 0, 1],
             max_hamming: 3,
             similarity: Some(Similarity { measure: "jaccard".into(), threshold: 0.5, bin_width: 0.02, kept: vec![0; 51], near_misses: vec![0; 51], sample_stride: 1, unchecked: 0 }),
+            shared: Some(super::super::Shared { pairs_by_share: vec![0, 0, 0, 0, 0, 0, 1, 3, 5, 9], unmeasured: 0, min_shared: Some(0.7) }),
             cluster_sizes: vec![(2, 1)],
             largest: vec![Cluster { label: "7".into(), size: 2, members: vec![member("1", true, "a b c"), member("2", false, "a <script>x</script> c")] }],
             ..Default::default()
@@ -325,7 +347,7 @@ mod tests {
     #[test]
     fn the_page_has_every_chart_and_escapes_documents() {
         let page = render(&report(), None).unwrap();
-        for chart in ["timings", "hamming", "similarity", "sizes"] {
+        for chart in ["timings", "hamming", "similarity", "shared", "sizes"] {
             assert!(page.contains(&format!("data-chart=\"{chart}\"><svg")), "chart {chart}");
         }
         assert!(!page.contains("<script>x"), "document text is escaped");

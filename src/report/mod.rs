@@ -44,6 +44,9 @@ pub struct Report {
     /// The candidates' largest distance (k), drawn as the threshold.
     pub max_hamming: u32,
     pub similarity: Option<Similarity>,
+    /// Pairs by the share of their shorter document's text found in the
+    /// other, in ten bins, and the duplication policy's share.
+    pub shared: Option<Shared>,
     /// (cluster size, clusters of that size), sizes ascending.
     pub cluster_sizes: Vec<(u64, u64)>,
     /// Pairs between each two inputs (with two inputs or more).
@@ -82,6 +85,16 @@ pub struct Similarity {
     pub sample_stride: u64,
     /// Pairs without a similarity (identical fingerprints, or no check).
     pub unchecked: u64,
+}
+
+/// How much text the pairs share (from the summary's `shared_text`).
+#[derive(Debug, Clone, Default)]
+pub struct Shared {
+    /// Pairs by share of the shorter document, bins `[0, 0.1)` … `[0.9, 1]`.
+    pub pairs_by_share: Vec<u64>,
+    pub unmeasured: u64,
+    /// The duplication policy (`--min-shared`), when the run had one.
+    pub min_shared: Option<f64>,
 }
 
 /// Pairs between each two inputs.
