@@ -24,6 +24,7 @@
 //! whatever the length.
 
 use crate::fingerprint::hash64;
+use crate::minhash::mix;
 use crate::sets::intersection;
 
 /// Tokens per shingle: five characters of Chinese (two or three words), or
@@ -35,7 +36,7 @@ pub const SKETCH_SIZE: usize = 512;
 
 /// The sketch scheme, as recorded with the outputs and in a store: changing
 /// any constant here makes sketches incomparable.
-pub const SKETCH_SCHEME: &str = "shingles:5-tokens,bottom-512,xxh3-32";
+pub const SKETCH_SCHEME: &str = "shingles:5-tokens,bottom-512,mix-32";
 
 /// Whether `c` is written without spaces between words, so that each
 /// character is a token of its own.
@@ -43,12 +44,16 @@ fn is_unspaced(c: char) -> bool {
     super::is_han(c) || matches!(c as u32, 0x3040..=0x30FF | 0x31F0..=0x31FF | 0xAC00..=0xD7AF)
 }
 
-/// The tokens of a normalised text, as hashes, into `out` (cleared first).
+/// The tokens of a normalised text, as hashes, into `out` (cleared first):
+/// a word by `hash64` of its bytes, a character by a mix of its code point
+/// (most tokens of Chinese text; a hash of three bytes would cost as much as
+/// the rest of the sketch).
 fn token_hashes(text: &str, out: &mut Vec<u64>) {
     out.clear();
     let mut word_start = None;
     for (i, c) in text.char_indices() {
-        let in_word = !is_unspaced(c) && c.is_alphanumeric();
+        let unspaced = is_unspaced(c);
+        let in_word = !unspaced && c.is_alphanumeric();
         match (in_word, word_start) {
             (true, None) => word_start = Some(i),
             (false, Some(start)) => {
@@ -57,8 +62,8 @@ fn token_hashes(text: &str, out: &mut Vec<u64>) {
             }
             _ => {}
         }
-        if is_unspaced(c) {
-            out.push(hash64(text[i..i + c.len_utf8()].as_bytes()));
+        if unspaced {
+            out.push(mix(u64::from(c) ^ CHARACTER_SEED));
         }
     }
     if let Some(start) = word_start {
@@ -66,13 +71,14 @@ fn token_hashes(text: &str, out: &mut Vec<u64>) {
     }
 }
 
-/// The 32-bit hash of one shingle, from its tokens' hashes.
+/// Keeps the characters' hashes apart from small numbers.
+const CHARACTER_SEED: u64 = 0x5348_494e_474c_4553;
+
+/// The 32-bit hash of one shingle, from its tokens' hashes: each token's
+/// hash turned by its place (so that order counts), combined, mixed.
 fn shingle_hash(tokens: &[u64]) -> u32 {
-    let mut bytes = [0u8; 8 * SHINGLE_TOKENS];
-    for (chunk, t) in bytes.chunks_exact_mut(8).zip(tokens) {
-        chunk.copy_from_slice(&t.to_le_bytes());
-    }
-    (xxhash_rust::xxh3::xxh3_64(&bytes[..8 * tokens.len()]) >> 32) as u32
+    let combined = tokens.iter().enumerate().fold(0u64, |h, (i, t)| h ^ t.rotate_left(12 * i as u32));
+    (mix(combined) >> 32) as u32
 }
 
 /// Reusable buffers for [`Sketcher::sketch`], one per thread or batch.
@@ -97,10 +103,30 @@ impl Sketcher {
             return;
         }
         out.extend(self.tokens.windows(SHINGLE_TOKENS).map(shingle_hash));
-        out.sort_unstable();
-        out.dedup();
-        out.truncate(SKETCH_SIZE);
+        bottom(out, SKETCH_SIZE);
     }
+}
+
+/// `hashes` cut to its `k` smallest distinct values, sorted. A long
+/// document's thousands of hashes are first cut to the k + k/4 smallest (in
+/// linear time), which hold its k smallest distinct ones unless it repeats
+/// itself that much; only then is all of it sorted.
+fn bottom(hashes: &mut Vec<u32>, k: usize) {
+    let first = k + k / 4;
+    if hashes.len() > first {
+        hashes.select_nth_unstable(first - 1);
+        let mut smallest = hashes[..first].to_vec();
+        smallest.sort_unstable();
+        smallest.dedup();
+        if smallest.len() >= k {
+            smallest.truncate(k);
+            *hashes = smallest;
+            return;
+        }
+    }
+    hashes.sort_unstable();
+    hashes.dedup();
+    hashes.truncate(k);
 }
 
 /// The sketch of a normalised text (see [`Sketcher::sketch`]).
@@ -158,7 +184,9 @@ mod tests {
     fn tokens_are_han_characters_and_words() {
         let mut t = Vec::new();
         token_hashes("北京 天安门, hello world-2024!", &mut t);
-        let expected: Vec<u64> = ["北", "京", "天", "安", "门", "hello", "world", "2024"].iter().map(|s| hash64(s.as_bytes())).collect();
+        let character = |c: char| mix(u64::from(c) ^ CHARACTER_SEED);
+        let mut expected: Vec<u64> = "北京天安门".chars().map(character).collect();
+        expected.extend(["hello", "world", "2024"].iter().map(|s| hash64(s.as_bytes())));
         assert_eq!(t, expected);
         // Spacing and punctuation do not change the tokens.
         let mut u = Vec::new();
@@ -178,7 +206,32 @@ mod tests {
         let limit = *long.last().unwrap();
         assert!(short.iter().filter(|&&h| h <= limit).all(|h| long.binary_search(h).is_ok()));
         assert_eq!(sketch("abc"), vec![shingle_hash(&[hash64(b"abc")])]);
+        // Order counts.
+        assert_ne!(shingle_hash(&[1, 2, 3, 4, 5]), shingle_hash(&[2, 1, 3, 4, 5]));
         assert!(sketch(" ,。").is_empty());
+    }
+
+    #[test]
+    fn the_bottom_of_a_long_list_is_its_smallest_distinct_values() {
+        let mut rng = 7u64;
+        let mut random = || {
+            rng = mix(rng);
+            (rng >> 40) as u32
+        };
+        for (n, k) in [(5000, 512), (1000, 512), (1025, 512), (40, 8)] {
+            // Half of the values repeat, so the first cut must look past duplicates.
+            let values: Vec<u32> = (0..n).map(|i| if i % 2 == 0 { random() } else { 3 }).collect();
+            let mut expected = values.clone();
+            expected.sort_unstable();
+            expected.dedup();
+            expected.truncate(k);
+            let mut cut = values.clone();
+            bottom(&mut cut, k);
+            assert_eq!(cut, expected, "{n} values, k = {k}");
+        }
+        let mut same = vec![9u32; 3000];
+        bottom(&mut same, 512);
+        assert_eq!(same, [9]);
     }
 
     #[test]
