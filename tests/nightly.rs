@@ -932,3 +932,20 @@ fn a_store_without_sketches_runs_on_and_refuses_a_policy() {
     ok(&neardup(&["store", "compact", "--store", store.to_str().unwrap(), "--all"]));
     assert_eq!(stored_content(&store), stored_content(&now.join("store")));
 }
+
+/// A store whose sketches were made by another scheme is refused, saying
+/// what to do: their shares could not be compared with tonight's.
+#[test]
+fn a_store_of_another_sketch_scheme_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, reports) = first_night(dir.path());
+    let manifest = store.join("store.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    assert_eq!(m["shingles"], "shingles:5-tokens,bottom-512,mix-32");
+    assert_eq!(m["min_shared"], 0.7, "the default policy is recorded");
+    m["shingles"] = "shingles:9-tokens".into();
+    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+    let o = night(dir.path(), store.to_str().unwrap(), NIGHTS[1], reports.to_str().unwrap(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("shingles:9-tokens") && stderr(&o).contains("start a new store"), "{}", stderr(&o));
+}

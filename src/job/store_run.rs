@@ -140,6 +140,14 @@ impl StoreRun {
                 name(self.minhash)
             )));
         }
+        if let Some(scheme) = m.shingles.as_deref().filter(|s| *s != SKETCH_SCHEME) {
+            return Err(Error::input(format!(
+                "store '{}' keeps shingle sketches of scheme '{scheme}', this neardup makes '{SKETCH_SCHEME}': \
+                 their shares of shared text cannot be compared. Keep running this store with the neardup \
+                 that made it ({}), or start a new store",
+                self.url, m.neardup_version
+            )));
+        }
         if m.settings != *settings {
             return Err(Error::input(format!(
                 "store '{}' holds fingerprints made with other settings ({}): they cannot be compared. \
