@@ -89,7 +89,7 @@ impl fmt::Display for Verify {
 /// A duplication policy in the user's terms (`--min-shared S`): a pair is a
 /// duplicate only when at least the share S of the shorter document's text
 /// is found in the other (containment of shingle sketches,
-/// [`crate::text::shingles`]), beside the term-set check.
+/// `crate::text::shingles`), beside the term-set check.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(into = "f64", try_from = "f64")]
 pub struct MinShared(f64);
@@ -102,9 +102,11 @@ impl MinShared {
         self.0
     }
 
-    /// Whether a pair whose shares are `shared_a` and `shared_b` passes.
+    /// Whether a pair whose shares are `shared_a` and `shared_b` passes:
+    /// the share of the shorter document (the larger of the two) must reach
+    /// the policy's; a pair whose share cannot be measured does not pass.
     pub fn passes(self, shared_a: Option<f64>, shared_b: Option<f64>) -> bool {
-        crate::text::shingles::shares_enough(shared_a, shared_b, Some(self.0))
+        shared_a.into_iter().chain(shared_b).any(|s| s >= self.0)
     }
 }
 
@@ -314,6 +316,7 @@ mod tests {
         let half = MinShared::try_from(0.5).unwrap();
         assert!(half.passes(Some(0.1), Some(0.5)));
         assert!(!half.passes(Some(0.49), None));
+        assert!(!half.passes(None, None), "an unmeasured share does not pass");
         assert_eq!(serde_json::to_string(&half).unwrap(), "0.5");
         assert!(serde_json::from_str::<MinShared>("2.0").is_err());
         assert_eq!("none".parse::<SharePolicy>(), Ok(SharePolicy::Off));

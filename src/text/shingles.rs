@@ -160,17 +160,6 @@ pub fn containment(a: &[u32], b: &[u32]) -> Option<f64> {
     Some(intersection(a, b) as f64 / a.len() as f64)
 }
 
-/// Whether a pair's text shares pass `min_shared`: the share of the
-/// shorter document (the larger of the two containments) must reach it.
-/// Without a policy every pair passes; with one, a pair whose share cannot
-/// be measured does not.
-pub fn shares_enough(shared_a: Option<f64>, shared_b: Option<f64>, min_shared: Option<f64>) -> bool {
-    match min_shared {
-        None => true,
-        Some(min) => shared_a.into_iter().chain(shared_b).any(|s| s >= min),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,13 +255,5 @@ mod tests {
         assert_eq!(containment(&sa, &sb), Some(1.0));
         let share = containment(&sb, &sa).unwrap();
         assert!(share > 0.7 && share < 1.0, "{share}");
-    }
-
-    #[test]
-    fn the_policy_asks_for_the_shorter_documents_share() {
-        assert!(shares_enough(Some(0.2), Some(0.9), Some(0.5)));
-        assert!(!shares_enough(Some(0.2), Some(0.4), Some(0.5)));
-        assert!(!shares_enough(None, None, Some(0.5)));
-        assert!(shares_enough(None, None, None));
     }
 }
