@@ -508,7 +508,7 @@ fn pairs_carry_their_shared_text_and_a_policy_governs_them() {
     let footer = reader.metadata().file_metadata().key_value_metadata().unwrap();
     let neardup = footer.iter().find(|kv| kv.key == "neardup").and_then(|kv| kv.value.clone()).unwrap();
     let neardup: serde_json::Value = serde_json::from_str(&neardup).unwrap();
-    assert_eq!((neardup["min_shared"].as_f64(), neardup["shingles"].as_str()), (Some(1.0), Some("shingles:5-tokens,bottom-512,mix-32")));
+    assert_eq!((neardup["min_shared"].as_f64(), neardup["shingles"].as_str()), (Some(1.0), Some("shingles:5-tokens,bottom-256,mix-32")));
 
     let bad = dir.path().join("bad");
     exits_with(&dedup(&bad, &["--min-shared", "0.5", "--verify", "none", "--candidates", "simhash"]), 2, &["--min-shared", "--verify"]);

@@ -941,7 +941,7 @@ fn a_store_of_another_sketch_scheme_is_refused() {
     let (store, reports) = first_night(dir.path());
     let manifest = store.join("store.json");
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
-    assert_eq!(m["shingles"], "shingles:5-tokens,bottom-512,mix-32");
+    assert_eq!(m["shingles"], "shingles:5-tokens,bottom-256,mix-32");
     assert_eq!(m["min_shared"], 0.7, "the default policy is recorded");
     m["shingles"] = "shingles:9-tokens".into();
     std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();

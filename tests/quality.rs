@@ -107,8 +107,9 @@ fn candidates_miss_almost_nothing_above_the_threshold_on_weibo_original() {
 
 /// Floors of the partial-copy benchmark, set from measured values
 /// (docs/quality.md, "How much was copied": at 80 originals per corpus, mean
-/// errors 0.013 and 0.007, every pair sorted as its planted share says).
-const MEAN_ERROR_FLOOR: f64 = 0.025;
+/// errors 0.021 and 0.015, and 152 of 153 pairs sorted as their planted
+/// shares say at 0.3, all at 0.5 and 0.7).
+const MEAN_ERROR_FLOOR: f64 = 0.03;
 const AGREEMENT_FLOOR: f64 = 0.98;
 
 /// Graded partial copies of real articles (bench/quality/partial_copies.py):

@@ -70,7 +70,7 @@ impl ScalarUDFImpl for Containment {
             doc(
                 "The share of document a's text found in document b, from their shingle sketches: \
                  the share of a's five-token shingles that b has too. Exact when both have fewer \
-                 than 512 shingles, estimated from the sketches' common range otherwise. NULL when \
+                 than 256 shingles, estimated from the sketches' common range otherwise. NULL when \
                  either is NULL, or a has no shingle in that range (an empty text).",
                 "containment(a, b)",
                 "```sql\n> SELECT containment(shingle_sketch('一二三四五六七'), shingle_sketch('〇一二三四五六七八九'));\n1.0\n```",

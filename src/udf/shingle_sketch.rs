@@ -88,7 +88,7 @@ impl ScalarUDFImpl for ShingleSketch {
         static DOC: OnceLock<Documentation> = OnceLock::new();
         Some(DOC.get_or_init(|| {
             doc(
-                "The shingle sketch of a text: the 512 smallest distinct 32-bit hashes of its runs \
+                "The shingle sketch of a text: the 256 smallest distinct 32-bit hashes of its runs \
                  of five tokens (a token is a Han, kana or Hangul character, or a word of another \
                  script; punctuation and spacing are not tokens), sorted; all of them for a \
                  shorter text. The text is normalised as for term_stats. NULL text gives NULL, a \
