@@ -18,3 +18,16 @@ def dedup(neardup, inputs, out, extra):
     for i in inputs:
         args += ["-i", i]
     subprocess.run(args, check=True)
+
+
+def arguments(doc):
+    """A parser with the options every quality script takes: --data, --out, --neardup."""
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser.add_argument("--data", default=os.path.join(here, "../../../shared/data"))
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--neardup", default=os.path.join(here, "../../target/release/neardup"))
+    return parser

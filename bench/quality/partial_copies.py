@@ -19,7 +19,6 @@ Deterministic. Needs pyarrow and a neardup binary:
 
     python bench/quality/partial_copies.py --out target/partial --neardup target/release/neardup
 """
-import argparse
 import json
 import os
 import random
@@ -28,7 +27,7 @@ import re
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cli import dedup, sql
+from cli import arguments, dedup, sql
 
 CORPORA = {"long_zh": ("heybox_articles.parquet", True), "en": ("bbc_news.parquet", False)}
 GRADES = [0.2, 0.4, 0.6, 0.8]
@@ -109,11 +108,7 @@ def build(data, n, seed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    here = os.path.dirname(os.path.abspath(__file__))
-    parser.add_argument("--data", default=os.path.join(here, "../../../shared/data"))
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--neardup", default=os.path.join(here, "../../target/release/neardup"))
+    parser = arguments(__doc__)
     parser.add_argument("--n", type=int, default=400, help="originals per corpus")
     parser.add_argument("--seed", default="20261125")
     args = parser.parse_args()

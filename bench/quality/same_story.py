@@ -1,5 +1,6 @@
-"""Same-story rewrites: real articles about one event that share no passage,
-and whether any setting of the duplication policy (--min-shared) merges them.
+"""Documents that share their words but no passage (two reports of one kind,
+or of one event), and whether any setting of the duplication policy
+(--min-shared) merges them.
 
 The procedure that finds and labels them, on BBC News and the Heybox articles:
 
@@ -8,9 +9,10 @@ The procedure that finds and labels them, on BBC News and the Heybox articles:
 2. a pair is a *same-story rewrite* when its two documents share at most 5 %
    of the shorter one's text (`greatest(shared_a, shared_b) <= 0.05`): the same
    words, no common run of five tokens beyond a few stock phrases;
-3. `samples.md` prints the first such pairs side by side, to be read: every
-   one read so far is two write-ups of one match, release, product or
-   policy, not a copy (docs/quality.md).
+3. `samples.md` prints the first such pairs side by side, to be read: those
+   read so far are reports of different matches of one league and guides to
+   different cards of one game, not copies (docs/quality.md); rewrites of one
+   event by different authors are still to be found.
 
 Then each knob S runs at the defaults otherwise (`--min-shared S`), and the
 script counts the same-story pairs that end up in one cluster: the target is
@@ -18,11 +20,10 @@ none at any S.
 
     python bench/quality/same_story.py --out target/same-story --neardup target/release/neardup
 """
-import argparse
 import json
 import os
 
-from cli import dedup, sql
+from cli import arguments, dedup, sql
 
 KNOBS = ["0.1", "0.3", "0.5", "0.7", "0.9"]
 CORPORA = {"bbc": "bbc_news.parquet", "heybox": "heybox_articles.parquet"}
@@ -30,11 +31,7 @@ MAX_SHARED = 0.05
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    here = os.path.dirname(os.path.abspath(__file__))
-    parser.add_argument("--data", default=os.path.join(here, "../../../shared/data"))
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--neardup", default=os.path.join(here, "../../target/release/neardup"))
+    parser = arguments(__doc__)
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     inputs = [f"{name}={os.path.join(args.data, file)}" for name, file in CORPORA.items()]
