@@ -34,6 +34,8 @@ struct Member {
 /// term sets, and the shared text under a policy), from rows `(simhash,
 /// source, id, term_set, shingles)` ordered by simhash, source, id.
 fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec<(String, String)>> {
+    // Sketches are read only when a policy compares them.
+    let policy = join.min_shared();
     let mut rows: Vec<Member> = Vec::new();
     for b in batches {
         let simhash = column_u64(b, 0)?;
@@ -45,13 +47,13 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec
         let sketches = sketches.as_list::<i32>();
         for r in 0..b.num_rows() {
             let set = sets.value(r).as_primitive::<UInt64Type>().values().to_vec();
-            let shingles = sketches.is_valid(r).then(|| sketches.value(r).as_primitive::<UInt32Type>().values().to_vec());
+            let shingles = (policy.is_some() && sketches.is_valid(r)).then(|| sketches.value(r).as_primitive::<UInt32Type>().values().to_vec());
             rows.push(Member { simhash: simhash.value(r), source: source.value(r).to_string(), id: id.value(r).to_string(), term_set: set, shingles });
         }
     }
     let similar = |a: &&Member, b: &&Member| {
         join.verify.passes(&a.term_set, &b.term_set)
-            && join.min_shared().is_none_or(|policy| {
+            && policy.is_none_or(|policy| {
                 let share = |x: &Member, y: &Member| containment(x.shingles.as_deref()?, y.shingles.as_deref()?);
                 policy.passes(share(a, b), share(b, a))
             })
