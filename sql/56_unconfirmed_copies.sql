@@ -6,8 +6,9 @@
 -- (sets::split_group): its largest consistent subgroup keeps the
 -- fingerprint, and the other members are left out of candidates, clusters
 -- and pairs (they are no one's duplicate). With a duplication policy
--- (--min-shared) the check also asks for the shared text, on `shingles`.
-SELECT simhash, source, id, term_set, shingles
+-- (--min-shared) the check also asks for the shared text, on `shingles`;
+-- SimHash-cosine (--verify cosine:T) compares `vector`.
+SELECT simhash, source, id, term_set, shingles, vector
 FROM fingerprints
 WHERE simhash IN (
   SELECT simhash FROM fingerprints WHERE simhash IS NOT NULL GROUP BY simhash HAVING count(*) > 1

@@ -15,7 +15,8 @@
 -- `source || chr(0) || id`, which orders as (source, id) does) and joined
 -- back: a ranking window sorted every row with its term set and keys.
 -- Its shingle sketch (`shingles`) goes with it, for the shares of shared
--- text (55_verified_pairs.sql). The join back has the firsts (narrow) on
+-- text (55_verified_pairs.sql), and its SimHash vector (`vector`) for a
+-- SimHash-cosine check. The join back has the firsts (narrow) on
 -- its build side and streams the copies with their lists: the other way
 -- round it hashed every copy's term set, keys and sketch (Weibo 1.18 s
 -- against 0.99 s).
@@ -27,19 +28,19 @@ COPY (
     SELECT DISTINCT simhash FROM {{tonight}} WHERE simhash IS NOT NULL
   ),
   copies AS (
-    SELECT simhash, source || chr(0) || id AS doc, term_set, minhash, shingles FROM {{tonight}} WHERE simhash IS NOT NULL
+    SELECT simhash, source || chr(0) || id AS doc, term_set, minhash, shingles, vector FROM {{tonight}} WHERE simhash IS NOT NULL
     UNION ALL
-    SELECT s.simhash, s.source || chr(0) || s.id, s.term_set, s.minhash, s.shingles
+    SELECT s.simhash, s.source || chr(0) || s.id, s.term_set, s.minhash, s.shingles, s.vector
     FROM stored_term_sets s
     JOIN tonights t ON t.simhash = s.simhash
   ),
   firsts AS (
     SELECT simhash, min(doc) AS doc FROM copies GROUP BY simhash
   )
-  SELECT c.simhash, c.term_set, c.minhash, c.shingles, true AS tonight
+  SELECT c.simhash, c.term_set, c.minhash, c.shingles, c.vector, true AS tonight
   FROM firsts f JOIN copies c ON f.simhash = c.simhash AND f.doc = c.doc
   UNION ALL
-  SELECT s.simhash, s.term_set, s.minhash, s.shingles, false AS tonight
+  SELECT s.simhash, s.term_set, s.minhash, s.shingles, s.vector, false AS tonight
   FROM stored_term_sets s
   WHERE s.simhash IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM tonights t WHERE t.simhash = s.simhash)

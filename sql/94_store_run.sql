@@ -56,7 +56,7 @@ night_first AS (
   WHERE r = 1
 )
 SELECT f.source, f.id, hash64(f.source || chr(0) || f.id) AS doc_key,
-       f.simhash, f.n_terms, f.n_chars, f.term_set, f.minhash, f.shingles{{keep_key_f}},
+       f.simhash, f.n_terms, f.n_chars, f.term_set, f.minhash, f.shingles, f.vector{{keep_key_f}},
        CASE WHEN o.label IS NOT NULL THEN o.representative_source
             WHEN n.label IS NOT NULL THEN n.source
             ELSE f.source END AS representative_source,

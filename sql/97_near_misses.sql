@@ -7,7 +7,8 @@
 -- statistics of a plain modulo, away); the caller scales the counts back.
 SELECT CAST(floor(similarity / {{bin_width}}) AS BIGINT) AS bin, count(*) AS n
 FROM (
-  SELECT set_similarity(x.term_set, y.term_set, {{measure}}) AS similarity
+  SELECT CASE WHEN {{measure}} = 'cosine' THEN simhash_cosine(x.vector, y.vector)
+              ELSE set_similarity(x.term_set, y.term_set, {{measure}}) END AS similarity
   FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates WHERE (simhash_b & 1048575) % {{stride}} = 0) c
   JOIN term_sets x ON x.simhash = c.simhash_a
   JOIN term_sets y ON y.simhash = c.simhash_b

@@ -1,5 +1,6 @@
 //! 64-bit SimHash (docs/algorithm.md §4): stable feature hashes, the weighted bit vote,
-//! Hamming distance and similarity.
+//! Hamming distance and similarity, and SimHash-cosine: the vote vector kept
+//! before its sign step and compared by cosine (paper 001, §2.3(2)).
 //!
 //! Votes are summed in fixed point (weights scaled by 2^24 and rounded to
 //! integers). Integer addition is associative, so a fingerprint does not
@@ -102,6 +103,52 @@ impl SimHasher {
     }
 }
 
+/// How a SimHash vector is kept, recorded with fingerprints and stores: the 64
+/// votes scaled so that the largest magnitude is 127, rounded half away from
+/// zero to 8-bit integers.
+pub const VECTOR_SCHEME: &str = "simhash-votes:64xi8";
+
+impl SimHasher {
+    /// The votes before the sign step, kept at 8 bits: 64 bytes a document,
+    /// where its term set takes 8 bytes a term. Cosine ignores scale, so
+    /// scaling to the largest vote loses only the rounding (at most 1/254 of
+    /// the largest vote per dimension). Integer arithmetic keeps the vector
+    /// the same on every machine; all-zero votes give all zeros.
+    pub fn vector(&self) -> [i8; 64] {
+        let max = self.votes.iter().map(|v| i128::from(*v).abs()).max().unwrap_or(0);
+        let mut out = [0i8; 64];
+        if max == 0 {
+            return out;
+        }
+        for (q, &v) in out.iter_mut().zip(self.votes.iter()) {
+            let v = i128::from(v);
+            // round(127 · v / max), halves away from zero; |result| ≤ 127.
+            let scaled = (2 * 127 * v.abs() + max) / (2 * max);
+            *q = (v.signum() * scaled) as i8;
+        }
+        out
+    }
+}
+
+/// Cosine of two SimHash vectors ([`SimHasher::vector`]), or `None` when
+/// either is all zeros or their lengths differ.
+pub fn cosine(a: &[i8], b: &[i8]) -> Option<f64> {
+    if a.len() != b.len() {
+        return None;
+    }
+    let (mut dot, mut aa, mut bb) = (0i64, 0i64, 0i64);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (i64::from(x), i64::from(y));
+        dot += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    if aa == 0 || bb == 0 {
+        return None;
+    }
+    Some(dot as f64 / ((aa as f64).sqrt() * (bb as f64).sqrt()))
+}
+
 /// SimHash of `(hash, weight)` features.
 pub fn simhash<I: IntoIterator<Item = (u64, f64)>>(features: I) -> u64 {
     let mut h = SimHasher::default();
@@ -169,6 +216,40 @@ mod tests {
         right.merge(&SimHasher::from_bytes(&left.to_bytes()).unwrap());
         assert_eq!(forward, backward);
         assert_eq!(right.finish(), forward);
+    }
+
+    #[test]
+    fn a_vector_keeps_the_votes_to_eight_bits() {
+        let mut h = SimHasher::default();
+        h.add_fixed(u64::MAX, 254);
+        h.add_fixed(0xFFFF_FFFF, 127);
+        // Bits 0–31 have 254 + 127, bits 32–63 have 254 − 127.
+        let v = h.vector();
+        assert_eq!(v[0], 127);
+        assert_eq!(v[63], 42, "127 · 127 / 381 = 42.33");
+        assert_eq!(SimHasher::default().vector(), [0i8; 64]);
+        let mut neg = SimHasher::default();
+        neg.add_fixed(0, 10);
+        assert_eq!(neg.vector(), [-127i8; 64]);
+        // The sign of each kept vote is the fingerprint's bit.
+        let features: Vec<(u64, f64)> = (0..50u64).map(|i| (hash64(&i.to_le_bytes()), 1.0 + i as f64)).collect();
+        let mut h = SimHasher::default();
+        features.iter().for_each(|&(x, w)| h.add(x, w));
+        for (j, &q) in h.vector().iter().enumerate() {
+            assert!(q == 0 || (q > 0) == ((h.finish() >> j) & 1 == 1));
+        }
+    }
+
+    #[test]
+    fn cosine_of_vectors() {
+        let a = [3i8, 4, 0];
+        assert_eq!(cosine(&a, &a), Some(1.0));
+        assert_eq!(cosine(&a, &[-3, -4, 0]), Some(-1.0));
+        assert_eq!(cosine(&a, &[4, -3, 5]), Some(0.0));
+        assert_eq!(cosine(&a, &[0, 0, 0]), None);
+        assert_eq!(cosine(&a, &[1, 2]), None);
+        // Scale does not matter.
+        assert!((cosine(&[1, 2, 3], &[2, 4, 6]).unwrap() - 1.0).abs() < 1e-12);
     }
 
     #[test]

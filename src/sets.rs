@@ -10,8 +10,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// How candidate pairs are checked on their term sets (written as text:
-/// `none`, `jaccard:T`, `overlap:T`).
+/// How candidate pairs are checked (written as text: `none`, `jaccard:T`,
+/// `overlap:T`, `cosine:T`): on their term sets, or on their SimHash vectors.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum Verify {
@@ -22,6 +22,18 @@ pub enum Verify {
     Jaccard(f64),
     /// Keep pairs whose overlap coefficient is at least the threshold.
     Overlap(f64),
+    /// Keep pairs whose SimHash vectors' cosine is at least the threshold
+    /// (SimHash-cosine, paper 001 §2.3(2)): 64 bytes a document instead of a
+    /// term set (`crate::fingerprint::SimHasher::vector`).
+    Cosine(f64),
+}
+
+/// What the check compares of one document: its term set, and its SimHash
+/// vector (none where it was not kept).
+#[derive(Debug, Clone, Copy)]
+pub struct Evidence<'a> {
+    pub terms: &'a [u64],
+    pub vector: Option<&'a [i8]>,
 }
 
 impl Verify {
@@ -31,16 +43,32 @@ impl Verify {
             Verify::None => None,
             Verify::Jaccard(t) => Some(("jaccard", t)),
             Verify::Overlap(t) => Some(("overlap", t)),
+            Verify::Cosine(t) => Some(("cosine", t)),
         }
     }
-}
 
-impl Verify {
-    /// Whether two term sets pass the check (always, without one).
-    pub fn passes(&self, a: &[u64], b: &[u64]) -> bool {
+    /// Whether the check reads SimHash vectors rather than term sets.
+    pub fn reads_vectors(&self) -> bool {
+        matches!(self, Verify::Cosine(_))
+    }
+
+    /// The similarity the check measures (`None` without a check, or when
+    /// a vector is missing or all zeros).
+    pub fn similarity(&self, a: Evidence, b: Evidence) -> Option<f64> {
+        match *self {
+            Verify::None => None,
+            Verify::Jaccard(_) => Some(jaccard(a.terms, b.terms)),
+            Verify::Overlap(_) => Some(overlap(a.terms, b.terms)),
+            Verify::Cosine(_) => crate::fingerprint::cosine(a.vector?, b.vector?),
+        }
+    }
+
+    /// Whether two documents pass the check (always, without one; never
+    /// when the similarity cannot be measured).
+    pub fn passes(&self, a: Evidence, b: Evidence) -> bool {
         match self.measure() {
             None => true,
-            Some((name, threshold)) => measure_by_name(name).is_some_and(|m| m(a, b) >= threshold),
+            Some((_, threshold)) => self.similarity(a, b).is_some_and(|s| s >= threshold),
         }
     }
 }
@@ -59,7 +87,7 @@ impl Eq for Verify {}
 impl FromStr for Verify {
     type Err = String;
     fn from_str(s: &str) -> Result<Verify, String> {
-        let usage = "use none, jaccard:T or overlap:T with 0 < T <= 1 (e.g. jaccard:0.5)";
+        let usage = "use none, jaccard:T, overlap:T or cosine:T with 0 < T <= 1 (e.g. jaccard:0.5)";
         if s == "none" {
             return Ok(Verify::None);
         }
@@ -71,6 +99,7 @@ impl FromStr for Verify {
         match name {
             "jaccard" => Ok(Verify::Jaccard(t)),
             "overlap" => Ok(Verify::Overlap(t)),
+            "cosine" => Ok(Verify::Cosine(t)),
             _ => Err(format!("unknown verification measure '{name}': {usage}")),
         }
     }
@@ -333,9 +362,28 @@ mod tests {
         assert_eq!("jaccard:0.5".parse::<Verify>(), Ok(Verify::Jaccard(0.5)));
         assert_eq!("overlap:0.8".parse::<Verify>().unwrap().to_string(), "overlap:0.8");
         assert_eq!("none".parse::<Verify>(), Ok(Verify::None));
-        for bad in ["jaccard", "jaccard:1.5", "jaccard:0", "cosine:0.5", "jaccard:x"] {
+        assert_eq!("cosine:0.9".parse::<Verify>(), Ok(Verify::Cosine(0.9)));
+        for bad in ["jaccard", "jaccard:1.5", "jaccard:0", "cosine:0", "euclid:0.5", "jaccard:x"] {
             assert!(bad.parse::<Verify>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn each_check_reads_its_own_evidence() {
+        let (a, b) = ([1u64, 2, 3, 4], [3u64, 4, 5, 6]);
+        let (va, vb) = ([10i8, 0, 5], [8i8, 1, 5]);
+        let x = Evidence { terms: &a, vector: Some(&va) };
+        let y = Evidence { terms: &b, vector: Some(&vb) };
+        assert_eq!(Verify::Jaccard(0.5).similarity(x, y), Some(2.0 / 6.0));
+        assert!(!Verify::Jaccard(0.5).passes(x, y));
+        assert!(Verify::Overlap(0.5).passes(x, y));
+        let cosine = Verify::Cosine(0.9).similarity(x, y).unwrap();
+        assert!((cosine - 105.0 / (125f64.sqrt() * 90f64.sqrt())).abs() < 1e-12);
+        assert!(Verify::Cosine(0.9).passes(x, y));
+        // A document without a vector never passes a cosine check.
+        assert!(!Verify::Cosine(0.1).passes(x, Evidence { terms: &b, vector: None }));
+        assert!(Verify::None.passes(x, y));
+        assert!(Verify::Cosine(0.9).reads_vectors() && !Verify::Jaccard(0.5).reads_vectors());
     }
 
 }

@@ -374,7 +374,7 @@ fn candidates_checks_and_boilerplate_lines() {
 
     let bad = dir.path().join("bad");
     exits_with(&dedup(&bad, &["--candidates", "minhash", "--verify", "none"]), 2, &["must be checked", "--verify"]);
-    exits_with(&dedup(&bad, &["--verify", "cosine:0.5"]), 2, &["unknown verification measure 'cosine'"]);
+    exits_with(&dedup(&bad, &["--verify", "euclid:0.5"]), 2, &["unknown verification measure 'euclid'"]);
     exits_with(&dedup(&bad, &["--boilerplate-lines", "1"]), 2, &["at least 2"]);
     assert!(!bad.exists());
 
@@ -526,6 +526,64 @@ fn pairs_carry_their_shared_text_and_a_policy_governs_them() {
     let unchecked = dir.path().join("unchecked");
     ok(&dedup(&unchecked, &["--verify", "none", "--candidates", "simhash"]));
     assert_eq!(summary(&unchecked)["min_shared"], serde_json::Value::Null);
+}
+
+/// SimHash-cosine (`--verify cosine:T`): every document keeps its SimHash
+/// vector, the votes before the sign step whose signs are its fingerprint;
+/// a checked pair's similarity is the cosine of the two vectors, recomputed
+/// here from `fingerprints/`; a higher threshold keeps exactly the pairs at
+/// or above it; the planted copies are found; fingerprints without vectors
+/// are refused.
+#[test]
+fn simhash_cosine_checks_pairs_on_their_votes() {
+    let dir = tempfile::tempdir().unwrap();
+    let loose = dir.path().join("loose");
+    ok(&dedup(&loose, &["--verify", "cosine:0.8", "--min-shared", "none"]));
+    let b = read_dir(&loose.join("fingerprints"));
+    let vectors = vectors(&b);
+    for ((source, id), simhash) in strings(&b, "source").iter().zip(strings(&b, "id")).zip(u64s(&b, "simhash")) {
+        let Some(simhash) = simhash else {
+            assert!(!vectors.contains_key(&format!("{source}/{id}")), "a document without terms has no vector");
+            continue;
+        };
+        let v = &vectors[&format!("{source}/{id}")];
+        assert_eq!(v.len(), 64);
+        assert_eq!(v.iter().map(|x| x.unsigned_abs()).max(), Some(127), "scaled to its largest vote");
+        for (j, &q) in v.iter().enumerate() {
+            assert!(q == 0 || (q > 0) == ((simhash >> j) & 1 == 1), "{source}/{id}: vote {j} is {q}, bit {}", (simhash >> j) & 1);
+        }
+    }
+    let similarities = |out: &Path| {
+        let b = read_dir(&out.join("pairs"));
+        let (sa, ia, sb, ib, s) = (strings(&b, "source_a"), strings(&b, "id_a"), strings(&b, "source_b"), strings(&b, "id_b"), strings(&b, "similarity"));
+        // Copies of one fingerprint were checked as a group: NULL, here 1.
+        (0..sa.len()).map(|n| ((format!("{}/{}", sa[n], ia[n]), format!("{}/{}", sb[n], ib[n])), s[n].parse::<f64>().unwrap_or(1.0))).collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let all = similarities(&loose);
+    for ((a, b), s) in &all {
+        let expected = if *s == 1.0 { 1.0 } else { cosine(&vectors[a], &vectors[b]) };
+        assert!((s - expected).abs() < 1e-9 && *s >= 0.8, "{a} {b}: {s} against {expected}");
+    }
+    let found = truth().iter().filter(|(a, b, _)| all.contains_key(&(a.clone(), b.clone())) || all.contains_key(&(b.clone(), a.clone()))).count();
+    assert!(found * 10 >= truth().len() * 9, "{found} of {} planted pairs", truth().len());
+    let s = summary(&loose);
+    assert_eq!(s["verify"], "cosine:0.8");
+
+    let strict = dir.path().join("strict");
+    ok(&dedup(&strict, &["--verify", "cosine:0.95", "--min-shared", "none"]));
+    let kept = similarities(&strict);
+    let above: std::collections::BTreeMap<_, _> = all.iter().filter(|(_, s)| **s >= 0.95).map(|(k, s)| (k.clone(), *s)).collect();
+    assert_eq!(kept, above, "the stricter check keeps exactly the pairs at or above it");
+    assert!(kept.len() < all.len(), "{} of {}", kept.len(), all.len());
+
+    // Fingerprints without vectors (an older neardup's) cannot be checked by cosine.
+    let old = dir.path().join("old.parquet");
+    let copy = format!("COPY (SELECT source, id, simhash, term_set FROM fp) TO '{}' STORED AS PARQUET", old.display());
+    ok(&neardup(&["sql", "--table", &format!("fp={}", loose.join("fingerprints").display()), "-c", &copy]));
+    let bad = dir.path().join("bad");
+    exits_with(&neardup(&["pairs", "-q", "--fingerprints", old.to_str().unwrap(), "-o", bad.to_str().unwrap(), "--verify", "cosine:0.9"]), 2, &["no vector column", "--verify jaccard:T"]);
+    assert!(!bad.exists());
+    ok(&neardup(&["pairs", "-q", "--fingerprints", old.to_str().unwrap(), "-o", bad.to_str().unwrap(), "--min-shared", "none"]));
 }
 
 /// `(a, b)` → `(shared_a, shared_b)` of every pair of an output.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::array::Array;
-use datafusion::arrow::datatypes::{DataType, Field, UInt32Type, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Field, Int8Type, UInt32Type, UInt64Type};
 use datafusion::prelude::SessionContext;
 
 use super::candidates::{eligible_without, near_pairs, term_sets};
@@ -18,6 +18,7 @@ use super::sql::{self, render, table, Param};
 use super::summary::Summary;
 use super::tables::{create_view, materialize, pairs_table, FileMetadata};
 use crate::error::Result;
+use crate::sets::Evidence;
 use crate::text::shingles::containment;
 use crate::storage::OutputDir;
 
@@ -28,11 +29,19 @@ struct Member {
     id: String,
     term_set: Vec<u64>,
     shingles: Option<Vec<u32>>,
+    vector: Option<Vec<i8>>,
+}
+
+impl Member {
+    fn evidence(&self) -> Evidence<'_> {
+        Evidence { terms: &self.term_set, vector: self.vector.as_deref() }
+    }
 }
 
 /// The documents left out of their fingerprint group by the check (the
-/// term sets, and the shared text under a policy), from rows `(simhash,
-/// source, id, term_set, shingles)` ordered by simhash, source, id.
+/// term sets or SimHash vectors, and the shared text under a policy), from
+/// rows `(simhash, source, id, term_set, shingles, vector)` ordered by
+/// simhash, source, id.
 fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec<(String, String)>> {
     // Sketches are read only when a policy compares them.
     let policy = join.min_shared();
@@ -45,14 +54,18 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec
         let sets = sets.as_list::<i32>();
         let sketches = cast(b.column(4), &crate::udf::sketch_type())?;
         let sketches = sketches.as_list::<i32>();
+        let vectors = cast(b.column(5), &crate::udf::vector_type())?;
+        let vectors = vectors.as_list::<i32>();
+        let reads_vectors = join.verify.reads_vectors();
         for r in 0..b.num_rows() {
             let set = sets.value(r).as_primitive::<UInt64Type>().values().to_vec();
             let shingles = (policy.is_some() && sketches.is_valid(r)).then(|| sketches.value(r).as_primitive::<UInt32Type>().values().to_vec());
-            rows.push(Member { simhash: simhash.value(r), source: source.value(r).to_string(), id: id.value(r).to_string(), term_set: set, shingles });
+            let vector = (reads_vectors && vectors.is_valid(r)).then(|| vectors.value(r).as_primitive::<Int8Type>().values().to_vec());
+            rows.push(Member { simhash: simhash.value(r), source: source.value(r).to_string(), id: id.value(r).to_string(), term_set: set, shingles, vector });
         }
     }
     let similar = |a: &&Member, b: &&Member| {
-        join.verify.passes(&a.term_set, &b.term_set)
+        join.verify.passes(a.evidence(), b.evidence())
             && policy.is_none_or(|policy| {
                 let share = |x: &Member, y: &Member| containment(x.shingles.as_deref()?, y.shingles.as_deref()?);
                 policy.passes(share(a, b), share(b, a))

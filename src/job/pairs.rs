@@ -50,7 +50,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     progress.done("inputs", format!("fingerprints from '{}'", input.url));
     let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
     let result = async {
-        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None, shingles: None, min_shared: spec.join.min_shared() });
+        let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None, shingles: None, vectors: None, min_shared: spec.join.min_shared() });
         let mut summary = join_stages(&ctx, &spec.join, &keep, &out, meta.as_ref(), &mut progress).await?;
         summary.command = RunCommand::Pairs;
         summary.output = out.url().to_string();
@@ -123,9 +123,22 @@ async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRu
         }
         Err(_) => ", CAST(NULL AS INT UNSIGNED[]) AS shingles",
     };
+    // Fingerprints made before documents kept SimHash vectors cannot be
+    // checked by SimHash-cosine.
+    let vector = match schema.field_with_name("vector") {
+        Ok(_) => ", vector",
+        Err(_) if spec.join.verify.reads_vectors() => {
+            return Err(Error::input(format!(
+                "'{}' has no vector column, which --verify {} compares: recompute the fingerprints with \
+                 this version of neardup dedup, or check on term sets (--verify jaccard:T)",
+                input.url, spec.join.verify
+            )))
+        }
+        Err(_) => ", CAST(NULL AS TINYINT[]) AS vector",
+    };
     let query = format!(
         "SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
-         CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{shingles}{extra} FROM fingerprints_input"
+         CAST(simhash AS BIGINT UNSIGNED) AS simhash{term_set}{shingles}{vector}{extra} FROM fingerprints_input"
     );
     create_view(ctx, table::FINGERPRINTS, &query).await?;
     Ok(schema.field_with_name("shingles").is_ok())

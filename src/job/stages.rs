@@ -95,7 +95,7 @@ pub(super) async fn corpus_df_stage(run: &mut Run<'_>, corpus_n: u64) -> Result<
         Some(model) => (load_idf_model(ctx, model, settings).await?, model.clone(), model.clone()),
         None => {
             let df_path = run.out.staged("_work/corpus_df.parquet");
-            let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None, shingles: None, min_shared: None };
+            let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None, shingles: None, vectors: None, min_shared: None };
             materialize(ctx, sql::CORPUS_DF, &[], &df_path, table::CORPUS_DF, Some(&meta)).await?;
             if let Some(save) = &fp.save_idf_model {
                 copy_file(ctx, &df_path, save).await?;
@@ -126,6 +126,7 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
         idf_model: None,
         minhash,
         shingles: Some(crate::text::shingles::SKETCH_SCHEME.into()),
+        vectors: Some(crate::fingerprint::VECTOR_SCHEME.into()),
         min_shared: run.job.spec.join.min_shared(),
     };
     let params = [

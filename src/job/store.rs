@@ -55,6 +55,10 @@ pub struct Manifest {
     /// documents kept them, whose stored rows have NULL sketches).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shingles: Option<String>,
+    /// The scheme of the runs' SimHash vectors (none: a store made before
+    /// documents kept them, which a SimHash-cosine check cannot read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<String>,
     /// The duplication policy every night applies (`--min-shared`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_shared: Option<crate::sets::MinShared>,

@@ -20,6 +20,7 @@ use super::tables::create_view;
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
 use crate::sets::{MinShared, SharePolicy};
+use crate::fingerprint::VECTOR_SCHEME;
 use crate::text::shingles::SKETCH_SCHEME;
 use crate::storage::fetch::{rows_by_key, Take};
 use crate::storage::{local_path, locate, read_object, register_parquet_files};
@@ -93,6 +94,9 @@ impl StoreRun {
             if join.verify.measure().is_some() {
                 run.check_policy(m)?;
             }
+            if join.verify.reads_vectors() {
+                run.check_vectors(m, join.verify)?;
+            }
         }
         run.read_runs().await?;
         if run.manifest.is_none() && !(run.earlier.is_empty() && run.segments.is_empty()) {
@@ -118,6 +122,21 @@ impl StoreRun {
             name(m.min_shared),
             name(self.min_shared)
         )))
+    }
+
+    /// Refuse a SimHash-cosine check on a store whose runs keep no SimHash
+    /// vectors (or vectors of another scheme): its stored documents could
+    /// not be checked, and their pairs would be lost without a word.
+    fn check_vectors(&self, m: &Manifest, verify: crate::sets::Verify) -> Result<()> {
+        match m.vectors.as_deref() {
+            Some(VECTOR_SCHEME) => Ok(()),
+            kept => Err(Error::input(format!(
+                "store '{}' keeps {}, which --verify {verify} compares: check this store on term sets \
+                 (--verify jaccard:T or overlap:T), or start a new store for SimHash-cosine",
+                self.url,
+                kept.map_or("no SimHash vectors (it was made before documents kept them)".to_string(), |s| format!("SimHash vectors of scheme '{s}', not '{VECTOR_SCHEME}'"))
+            ))),
+        }
     }
 
     /// This night's duplication policy: the store's, or the one a new store
@@ -344,6 +363,7 @@ impl StoreRun {
             keep: keep.to_string(),
             minhash: self.minhash,
             shingles: Some(SKETCH_SCHEME.into()),
+            vectors: Some(VECTOR_SCHEME.into()),
             min_shared: self.min_shared,
             created_by_run: self.run_id.clone(),
             neardup_version: env!("CARGO_PKG_VERSION").into(),

@@ -41,6 +41,10 @@ pub struct FileMetadata {
     /// ([`crate::text::shingles::SKETCH_SCHEME`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shingles: Option<String>,
+    /// The scheme of the `vector` column, when the table has one
+    /// ([`crate::fingerprint::VECTOR_SCHEME`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors: Option<String>,
     /// The run's duplication policy (`--min-shared`), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_shared: Option<crate::sets::MinShared>,

@@ -50,14 +50,19 @@ pub(super) async fn fetch_touched(
     let started = std::time::Instant::now();
     // The keys are most of a stored row's bytes (3/4 on Weibo posts), and
     // only the probe needs them for every row: for the few rows fetched,
-    // hashing their term sets again costs less than reading them.
-    let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &probed.wanted, Take::FirstPer("run"), &["minhash"]).await?;
+    // hashing their term sets again costs less than reading them. SimHash
+    // vectors are read only for a check that compares them.
+    let leave_out: &'static [&'static str] = match join.verify.reads_vectors() {
+        true => &["minhash"],
+        false => &["minhash", "vector"],
+    };
+    let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &probed.wanted, Take::FirstPer("run"), leave_out).await?;
     log::debug!("{:>6} ms  fetch: {} rows from {} files", started.elapsed().as_millis(), fetched.rows, fetched.objects);
     reads.fetch_bytes += fetched.bytes;
     reads.fetch_objects += fetched.objects;
     reads.fetched_rows = fetched.rows;
     let schema = schema.ok_or_else(|| Error::runtime(format!("store '{}' has no readable runs", store.url())))?;
-    let schema = with_sketches(schema);
+    let schema = with_lists(schema);
     let firsts = FirstRows::of(&schema, rows)?;
     log::debug!("{:>6} ms  fetch: {} rows chosen", started.elapsed().as_millis(), firsts.chosen.len());
     let tonight = night_index(&probed.index, &probed.version, probed.k, probed.m).map_err(Error::from)?;
@@ -124,7 +129,7 @@ async fn probe(ctx: &SessionContext, store: &StoreRun, join: &JoinOptions, out: 
 /// `plan` that can meet `tonight`'s) and `stored` (the chosen rows without
 /// term sets).
 fn work_tables(schema: &SchemaRef, firsts: &FirstRows, (plan, tonight): (Option<MinHashPlan>, &NightIndex), started: std::time::Instant) -> Result<(Rows, Rows)> {
-    let (term_sets, rest) = (columns(schema, &TERM_SET_COLUMNS)?, columns_but(schema, &["term_set", "shingles"])?);
+    let (term_sets, rest) = (columns(schema, &TERM_SET_COLUMNS)?, columns_but(schema, &["term_set", "shingles", "vector"])?);
     let (term_sets, rest) = std::thread::scope(|scope| {
         let term_sets = scope.spawn(|| -> Result<Rows> {
             let rows = firsts.gather(&firsts.by_doc, &term_sets)?;
@@ -151,16 +156,23 @@ type Rows = (SchemaRef, Vec<RecordBatch>);
 /// The fetched columns of `stored_term_sets`: what 57_term_sets.sql reads
 /// of a stored fingerprint's first document, but for its MinHash keys
 /// ([`with_minhash`]). `stored` holds the rest.
-const TERM_SET_COLUMNS: [&str; 5] = ["simhash", "source", "id", "term_set", "shingles"];
+const TERM_SET_COLUMNS: [&str; 6] = ["simhash", "source", "id", "term_set", "shingles", "vector"];
 
-/// `schema` with a `shingles` column: runs written before documents kept
-/// shingle sketches have none, and their rows get NULL sketches.
-fn with_sketches(schema: SchemaRef) -> SchemaRef {
-    if schema.index_of("shingles").is_ok() {
+/// `schema` with `shingles` and `vector` columns: runs written before
+/// documents kept shingle sketches or SimHash vectors have none, and a
+/// night whose check does not compare vectors leaves them out of the fetch.
+/// Their rows get NULL lists.
+fn with_lists(schema: SchemaRef) -> SchemaRef {
+    let missing: Vec<Field> = [("shingles", crate::udf::sketch_type()), ("vector", crate::udf::vector_type())]
+        .into_iter()
+        .filter(|(name, _)| schema.index_of(name).is_err())
+        .map(|(name, t)| Field::new(name, t, true))
+        .collect();
+    if missing.is_empty() {
         return schema;
     }
     let mut fields = schema.fields().to_vec();
-    fields.push(Arc::new(Field::new("shingles", crate::udf::sketch_type(), true)));
+    fields.extend(missing.into_iter().map(Arc::new));
     Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
 }
 
@@ -361,10 +373,11 @@ pub async fn no_stored_term_sets(ctx: &SessionContext) -> Result<()> {
         false => format!("CAST(NULL AS {sql_type}) AS {name}"),
     };
     let query = format!(
-        "SELECT simhash, source, id, {}, {}, {} FROM fingerprints WHERE false",
+        "SELECT simhash, source, id, {}, {}, {}, {} FROM fingerprints WHERE false",
         column("term_set", "BIGINT UNSIGNED[]"),
         column("minhash", "BIGINT UNSIGNED[]"),
-        column("shingles", "INT UNSIGNED[]")
+        column("shingles", "INT UNSIGNED[]"),
+        column("vector", "TINYINT[]")
     );
     create_view(ctx, table::STORED_TERM_SETS, &query).await?;
     Ok(())

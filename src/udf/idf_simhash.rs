@@ -13,7 +13,7 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, ListArray, StructArray, UInt64Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, Int8Builder, ListArray, ListBuilder, StructArray, UInt64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, UInt64Type};
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
@@ -46,7 +46,24 @@ impl Default for IdfSimhash {
 }
 
 fn result_fields() -> Fields {
-    Fields::from(vec![Field::new("simhash", DataType::UInt64, true), Field::new("n_terms", DataType::Int64, false)])
+    Fields::from(vec![
+        Field::new("simhash", DataType::UInt64, true),
+        Field::new("n_terms", DataType::Int64, false),
+        Field::new("vector", vector_type(), true),
+    ])
+}
+
+/// The type of a SimHash vector (`crate::fingerprint::VECTOR_SCHEME`): 64
+/// 8-bit votes.
+pub fn vector_type() -> DataType {
+    DataType::List(Arc::new(Field::new("item", DataType::Int8, true)))
+}
+
+/// Each row's fingerprint, number of kept terms and vector.
+struct Fingerprints {
+    simhashes: Vec<Option<u64>>,
+    n_terms: Vec<i64>,
+    vectors: ListBuilder<Int8Builder>,
 }
 
 fn execution(e: impl std::fmt::Display) -> DataFusionError {
@@ -98,12 +115,13 @@ impl Options {
         Ok(Options { weighting, formula, top_k, n, model })
     }
 
-    /// Each row's fingerprint (NULL without terms) and its number of kept
-    /// terms, from its terms' hashes and factors.
-    fn fingerprints(&self, list: &ListArray, hash: &UInt64Array, factors: &FactorColumns) -> (Vec<Option<u64>>, Vec<i64>) {
+    /// Each row's fingerprint and vector (NULL without terms) and its number
+    /// of kept terms, from its terms' hashes and factors.
+    fn fingerprints(&self, list: &ListArray, hash: &UInt64Array, factors: &FactorColumns) -> Fingerprints {
         let offsets = list.value_offsets();
         let mut simhashes = Vec::with_capacity(list.len());
         let mut n_terms = Vec::with_capacity(list.len());
+        let mut vectors = ListBuilder::with_capacity(Int8Builder::with_capacity(64 * list.len()), list.len());
         let mut votes: Vec<(u64, f64, u32)> = Vec::new();
         for row in 0..list.len() {
             votes.clear();
@@ -127,6 +145,7 @@ impl Options {
             if votes.is_empty() {
                 simhashes.push(None);
                 n_terms.push(0);
+                vectors.append_null();
                 continue;
             }
             let mut hasher = SimHasher::default();
@@ -135,8 +154,10 @@ impl Options {
             }
             simhashes.push(Some(hasher.finish()));
             n_terms.push(votes.iter().map(|v| i64::from(v.2)).sum());
+            vectors.values().append_slice(&hasher.vector());
+            vectors.append(true);
         }
-        (simhashes, n_terms)
+        Fingerprints { simhashes, n_terms, vectors }
     }
 }
 
@@ -185,9 +206,10 @@ impl ScalarUDFImpl for IdfSimhash {
         let factors = FactorColumns::of(items, |name| {
             format!("idf_simhash: the terms have no field '{name}' (pass the list term_stats returns)")
         })?;
-        let (simhashes, n_terms) = options.fingerprints(list, hash.as_primitive::<UInt64Type>(), &factors);
+        let mut f = options.fingerprints(list, hash.as_primitive::<UInt64Type>(), &factors);
         crate::progress::add(list.len() as u64, 0);
-        let columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(simhashes)), Arc::new(Int64Array::from(n_terms))];
+        let columns: Vec<ArrayRef> =
+            vec![Arc::new(UInt64Array::from(f.simhashes)), Arc::new(Int64Array::from(f.n_terms)), Arc::new(f.vectors.finish())];
         finish(Arc::new(StructArray::new(result_fields(), columns, None)), all_scalar)
     }
 
@@ -200,7 +222,9 @@ impl ScalarUDFImpl for IdfSimhash {
                  them: the same fingerprint as unnest, a join on the df table and simhash_agg grouped \
                  by document, computed row by row. The df table (Parquet with columns hash and df, \
                  as --save-idf-model writes) is read once per process and kept by location and \
-                 version. Returns {simhash, n_terms}: NULL and 0 for a document without terms.",
+                 version. Returns {simhash, n_terms, vector}: vector is the 64 votes before their \
+                 sign step, scaled to 8 bits (SimHash-cosine, compared with simhash_cosine). NULL, 0 \
+                 and NULL for a document without terms.",
                 "idf_simhash(terms, model, version, n, weighting [, formula [, top_k]])",
                 "```sql\n> SELECT idf_simhash(term_stats('北京 北京', NULL), NULL, NULL, NULL, 'tf')['n_terms'];\n2\n```",
                 &[

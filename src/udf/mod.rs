@@ -28,6 +28,7 @@ pub(crate) mod night_partners;
 mod numeric;
 mod simhash;
 mod simhash_agg;
+mod simhash_cosine;
 mod set_similarity;
 mod shingle_sketch;
 mod simhash_similarity;
@@ -37,6 +38,7 @@ mod term_weight;
 mod tokenize;
 mod tokenize_tagged;
 
+pub use idf_simhash::vector_type;
 pub use shingle_sketch::sketch_type;
 pub use term_stats::term_fields;
 
@@ -53,6 +55,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(simhash::Simhash::default())),
         Arc::new(ScalarUDF::from(hamming::Hamming::default())),
         Arc::new(ScalarUDF::from(simhash_similarity::SimhashSimilarity::default())),
+        Arc::new(ScalarUDF::from(simhash_cosine::SimhashCosine::default())),
         Arc::new(ScalarUDF::from(band_keys::BandKeys::default())),
         Arc::new(ScalarUDF::from(first_common_band::FirstCommonBand::default())),
         Arc::new(ScalarUDF::from(term_set::TermSet::default())),
@@ -142,7 +145,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 22);
+        assert_eq!(names.len(), 23);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());

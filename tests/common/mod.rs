@@ -7,13 +7,13 @@ pub mod gcs;
 pub mod s3;
 pub mod tls;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Int8Type, UInt64Type};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 pub fn root() -> PathBuf {
@@ -93,6 +93,31 @@ pub fn u64s(batches: &[RecordBatch], name: &str) -> Vec<Option<u64>> {
         out.extend((0..col.len()).map(|i| col.is_valid(i).then(|| col.value(i))));
     }
     out
+}
+
+/// The SimHash vector of each document ("source/id") of fingerprint rows
+/// with a `vector` column; documents without one are left out.
+pub fn vectors(batches: &[RecordBatch]) -> BTreeMap<String, Vec<i8>> {
+    let (sources, ids) = (strings(batches, "source"), strings(batches, "id"));
+    let mut out = BTreeMap::new();
+    let mut row = 0;
+    for b in batches {
+        let column = b.column_by_name("vector").expect("a vector column");
+        let column = column.as_list::<i32>();
+        for r in 0..b.num_rows() {
+            if column.is_valid(r) {
+                out.insert(format!("{}/{}", sources[row], ids[row]), column.value(r).as_primitive::<Int8Type>().values().to_vec());
+            }
+            row += 1;
+        }
+    }
+    out
+}
+
+/// Cosine of two SimHash vectors, computed here in floating point.
+pub fn cosine(a: &[i8], b: &[i8]) -> f64 {
+    let dot = |x: &[i8], y: &[i8]| x.iter().zip(y).map(|(&p, &q)| f64::from(p) * f64::from(q)).sum::<f64>();
+    dot(a, b) / (dot(a, a).sqrt() * dot(b, b).sqrt())
 }
 
 /// Clusters of a dedup output as sets of "source/id".
