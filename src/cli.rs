@@ -320,7 +320,7 @@ pub struct JoinArgs {
     /// MinHash bands × rows, when candidates include MinHash.
     #[arg(long, default_value_t = MinHashPlan::default(), value_name = "BxR", value_parser = parse_minhash, help_heading = "Join")]
     pub minhash: MinHashPlan,
-    /// Check candidates on their term sets: jaccard:T, overlap:T (overlap coefficient), or none (SimHash candidates only).
+    /// Check candidates: on their term sets with jaccard:T or overlap:T (overlap coefficient), on their SimHash vectors with cosine:T (SimHash-cosine), or none (SimHash candidates only).
     #[arg(long, default_value_t = defaults::VERIFY, value_name = "CHECK", value_parser = parse_verify, help_heading = "Join")]
     pub verify: Verify,
     /// Duplication policy: keep a checked pair only when at least this share of the shorter

@@ -36,7 +36,7 @@ async fn minhash_pairs(fingerprints: &Path, split: bool, hot: u64, work: &Path) 
         format!("CREATE VIEW stored AS SELECT * FROM everything WHERE {stored}"),
         // As a night's fetch keeps them: each stored fingerprint's first document.
         format!(
-            "CREATE VIEW stored_term_sets AS SELECT simhash, source, id, term_set, minhash, shingles FROM \
+            "CREATE VIEW stored_term_sets AS SELECT simhash, source, id, term_set, minhash, shingles, vector FROM \
              (SELECT *, row_number() OVER (PARTITION BY simhash ORDER BY source, id) AS r FROM everything WHERE {stored}) \
              WHERE r = 1"
         ),

@@ -965,6 +965,8 @@ fn store_nights_check_by_simhash_cosine_on_stored_vectors() {
     ok(&night(dir.path(), s, NIGHTS[0], r, &["--min-shared", "none"]));
     let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(store.join("store.json")).unwrap()).unwrap();
     assert_eq!(manifest["vectors"], "simhash-votes:64xi8");
+    let info = ok(&neardup(&["store", "info", "--store", s]));
+    assert!(info.contains("SimHash vectors simhash-votes:64xi8; --min-shared none"), "{info}");
     // A night may check by cosine on a store whose first night checked term sets.
     let mut across = 0;
     for n in &NIGHTS[1..] {

@@ -66,6 +66,11 @@ def joins(fingerprint, ks):
             ("simhash k=3 + minhash 42x3 + jaccard:0.5", None, both + ["--minhash", "42x3", "--verify", "jaccard:0.5"]),
             ("simhash k=3 + minhash 20x5 + jaccard:0.5", None, both + ["--minhash", "20x5", "--verify", "jaccard:0.5"]),
             ("simhash k=3 + minhash 32x4 + jaccard:0.5 (default)", None, []),
+            # SimHash-cosine (paper 001 §2.3(2)): the same candidates, checked on SimHash vectors.
+            ("simhash k=3 + minhash 32x4 + cosine:0.8", None, both + ["--minhash", "32x4", "--verify", "cosine:0.8"]),
+            ("simhash k=3 + minhash 32x4 + cosine:0.9", None, both + ["--minhash", "32x4", "--verify", "cosine:0.9"]),
+            ("simhash k=3 + minhash 32x4 + cosine:0.95", None, both + ["--minhash", "32x4", "--verify", "cosine:0.95"]),
+            ("simhash k=10 + cosine:0.9", None, simhash + ["-k", "10", "--verify", "cosine:0.9"]),
         ]
     return out
 

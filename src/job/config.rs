@@ -181,8 +181,9 @@ pub struct JoinOptions {
     /// MinHash bands × rows, when candidates include MinHash.
     #[serde(default)]
     pub minhash: MinHashPlan,
-    /// How candidates are checked on their term sets: `none`,
-    /// `jaccard:T` or `overlap:T` (MinHash candidates need a check).
+    /// How candidates are checked: `none`, `jaccard:T` or `overlap:T` on
+    /// their term sets, `cosine:T` on their SimHash vectors (MinHash
+    /// candidates need a check).
     #[serde(default = "default_verify")]
     pub verify: Verify,
     /// The duplication policy asked for: the share of the shorter
@@ -257,13 +258,13 @@ impl JoinOptions {
         }
         if self.candidates.minhash() && self.verify == Verify::None {
             return Err(Error::input(
-                "MinHash candidates must be checked on their term sets: give --verify jaccard:T or overlap:T \
+                "MinHash candidates must be checked: give --verify jaccard:T, overlap:T or cosine:T \
                  (the default is jaccard:0.5), or use --candidates simhash",
             ));
         }
         if matches!(self.min_shared, SharePolicy::At(_)) && self.verify == Verify::None {
             return Err(Error::input(
-                "--min-shared is applied with the check of candidates: give --verify jaccard:T or overlap:T \
+                "--min-shared is applied with the check of candidates: give --verify jaccard:T, overlap:T or cosine:T \
                  (the default is jaccard:0.5) beside it",
             ));
         }

@@ -403,6 +403,9 @@ impl std::fmt::Display for StoreInfo {
         writeln!(f, "idf model  {} (N = {})", m.idf_model, m.idf_n_docs)?;
         let minhash = m.minhash.map_or("none".to_string(), |p| p.to_string());
         writeln!(f, "keep       {}; MinHash keys {minhash}", m.keep)?;
+        let (shingles, vectors) = (m.shingles.as_deref().unwrap_or("none"), m.vectors.as_deref().unwrap_or("none"));
+        let policy = m.min_shared.map_or("none".to_string(), |p| p.to_string());
+        writeln!(f, "kept       shingle sketches {shingles}; SimHash vectors {vectors}; --min-shared {policy}")?;
         match &self.lease {
             Some(l) => writeln!(f, "lease      held by {} (pid {} on {}), until unix time {}", l.holder, l.pid, l.host, l.expires)?,
             None => writeln!(f, "lease      free")?,
