@@ -241,6 +241,23 @@ mod tests {
     }
 
     #[test]
+    fn eight_bits_keep_the_cosine_of_the_votes() {
+        // Two documents sharing 40 of 60 weighted terms: the cosine of the
+        // 8-bit vectors against that of the exact votes.
+        let terms: Vec<(u64, f64)> = (0..80u64).map(|i| (hash64(&i.to_le_bytes()), 0.5 + (i % 9) as f64)).collect();
+        let (mut a, mut b) = (SimHasher::default(), SimHasher::default());
+        terms[..60].iter().for_each(|&(h, w)| a.add(h, w));
+        terms[20..].iter().for_each(|&(h, w)| b.add(h, w));
+        let exact = {
+            let dot = |x: &[i64; 64], y: &[i64; 64]| x.iter().zip(y).map(|(&p, &q)| p as f64 * q as f64).sum::<f64>();
+            dot(&a.votes, &b.votes) / (dot(&a.votes, &a.votes).sqrt() * dot(&b.votes, &b.votes).sqrt())
+        };
+        let kept = cosine(&a.vector(), &b.vector()).unwrap();
+        assert!(exact > 0.3 && exact < 0.9, "{exact}");
+        assert!((kept - exact).abs() < 0.005, "{kept} against {exact}");
+    }
+
+    #[test]
     fn cosine_of_vectors() {
         let a = [3i8, 4, 0];
         assert_eq!(cosine(&a, &a), Some(1.0));

@@ -532,8 +532,9 @@ fn pairs_carry_their_shared_text_and_a_policy_governs_them() {
 /// vector, the votes before the sign step whose signs are its fingerprint;
 /// a checked pair's similarity is the cosine of the two vectors, recomputed
 /// here from `fingerprints/`; a higher threshold keeps exactly the pairs at
-/// or above it; the planted copies are found; fingerprints without vectors
-/// are refused.
+/// or above it, in `dedup` and in `neardup pairs` over the fingerprints;
+/// the planted copies are found. A run that checks term sets keeps no
+/// vectors (NULL), and fingerprints without them are refused a cosine check.
 #[test]
 fn simhash_cosine_checks_pairs_on_their_votes() {
     let dir = tempfile::tempdir().unwrap();
@@ -576,13 +577,25 @@ fn simhash_cosine_checks_pairs_on_their_votes() {
     assert_eq!(kept, above, "the stricter check keeps exactly the pairs at or above it");
     assert!(kept.len() < all.len(), "{} of {}", kept.len(), all.len());
 
-    // Fingerprints without vectors (an older neardup's) cannot be checked by cosine.
+    let again = dir.path().join("again");
+    let fingerprints = loose.join("fingerprints").display().to_string();
+    ok(&neardup(&["pairs", "-q", "--fingerprints", &fingerprints, "-o", again.to_str().unwrap(), "--verify", "cosine:0.95", "--min-shared", "none"]));
+    assert_eq!(similarities(&again), kept, "neardup pairs checks the kept vectors alike");
+
+    // A run that checks term sets keeps no vectors, and its fingerprints
+    // (like those of an older neardup, without the column) cannot be
+    // checked by cosine.
+    let default = dir.path().join("default");
+    ok(&dedup(&default, &[]));
+    assert!(common::vectors(&read_dir(&default.join("fingerprints"))).is_empty());
     let old = dir.path().join("old.parquet");
     let copy = format!("COPY (SELECT source, id, simhash, term_set FROM fp) TO '{}' STORED AS PARQUET", old.display());
-    ok(&neardup(&["sql", "--table", &format!("fp={}", loose.join("fingerprints").display()), "-c", &copy]));
+    ok(&neardup(&["sql", "--table", &format!("fp={fingerprints}"), "-c", &copy]));
     let bad = dir.path().join("bad");
-    exits_with(&neardup(&["pairs", "-q", "--fingerprints", old.to_str().unwrap(), "-o", bad.to_str().unwrap(), "--verify", "cosine:0.9"]), 2, &["no vector column", "--verify jaccard:T"]);
-    assert!(!bad.exists());
+    for f in [default.join("fingerprints").display().to_string(), old.display().to_string()] {
+        exits_with(&neardup(&["pairs", "-q", "--fingerprints", &f, "-o", bad.to_str().unwrap(), "--verify", "cosine:0.9"]), 2, &["no SimHash vectors", "--verify jaccard:T"]);
+        assert!(!bad.exists());
+    }
     ok(&neardup(&["pairs", "-q", "--fingerprints", old.to_str().unwrap(), "-o", bad.to_str().unwrap(), "--min-shared", "none"]));
 }
 

@@ -950,11 +950,12 @@ fn a_store_of_another_sketch_scheme_is_refused() {
     assert!(stderr(&o).contains("shingles:9-tokens") && stderr(&o).contains("start a new store"), "{}", stderr(&o));
 }
 
-/// SimHash-cosine nights (`--verify cosine:T`): the store keeps every
-/// document's SimHash vector, a night checks its pairs with stored
+/// SimHash-cosine nights (`--verify cosine:T`): a store whose first night
+/// checked by cosine keeps every document's SimHash vector, also on a night
+/// that checks term sets; a cosine night checks its pairs with stored
 /// documents on them (each pair's similarity is the cosine of the two
-/// vectors the store and the night's run hold), and a store whose runs keep
-/// no vectors is refused, saying what to do.
+/// vectors the store holds); and a store whose runs keep no vectors is
+/// refused a cosine check, saying what to do.
 #[test]
 fn store_nights_check_by_simhash_cosine_on_stored_vectors() {
     let dir = tempfile::tempdir().unwrap();
@@ -962,42 +963,40 @@ fn store_nights_check_by_simhash_cosine_on_stored_vectors() {
     let (store, reports) = (dir.path().join("store"), dir.path().join("reports"));
     let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
     let cosine_check = ["--verify", "cosine:0.8", "--min-shared", "none"];
-    ok(&night(dir.path(), s, NIGHTS[0], r, &["--min-shared", "none"]));
+    ok(&night(dir.path(), s, NIGHTS[0], r, &cosine_check));
     let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(store.join("store.json")).unwrap()).unwrap();
     assert_eq!(manifest["vectors"], "simhash-votes:64xi8");
     let info = ok(&neardup(&["store", "info", "--store", s]));
     assert!(info.contains("SimHash vectors simhash-votes:64xi8; --min-shared none"), "{info}");
-    // A night may check by cosine on a store whose first night checked term sets.
+    // A night that checks term sets still keeps its documents' vectors.
+    ok(&night(dir.path(), s, NIGHTS[1], r, &["--min-shared", "none"]));
+    let run = |n: &str| read_dir(&store.join(format!("runs/run={n}")));
+    let with_terms = run(NIGHTS[1]).iter().map(|b| b.num_rows()).sum::<usize>() - u64s(&run(NIGHTS[1]), "simhash").iter().filter(|h| h.is_none()).count();
+    assert_eq!(vectors(&run(NIGHTS[1])).len(), with_terms, "every document with terms keeps its vector");
+    ok(&night(dir.path(), s, NIGHTS[2], r, &cosine_check));
+    let stored = vectors(&NIGHTS.iter().flat_map(|n| run(n)).collect::<Vec<_>>());
+    let b = read_dir(&reports.join(NIGHTS[2]).join("pairs"));
+    let (sa, ia, sb, ib, sim) = (strings(&b, "source_a"), strings(&b, "id_a"), strings(&b, "source_b"), strings(&b, "id_b"), strings(&b, "similarity"));
+    let tonight: BTreeSet<String> = strings(&run(NIGHTS[2]), "id").into_iter().collect();
     let mut across = 0;
-    for n in &NIGHTS[1..] {
-        ok(&night(dir.path(), s, n, r, &cosine_check));
-        let stored: Vec<_> = NIGHTS.iter().filter(|m| *m <= n).flat_map(|m| read_dir(&store.join(format!("runs/run={m}")))).collect();
-        let vectors = vectors(&stored);
-        let b = read_dir(&reports.join(n).join("pairs"));
-        let (sa, ia, sb, ib, sim) = (strings(&b, "source_a"), strings(&b, "id_a"), strings(&b, "source_b"), strings(&b, "id_b"), strings(&b, "similarity"));
-        let tonight: BTreeSet<String> = read_dir(&store.join(format!("runs/run={n}"))).iter().flat_map(|b| strings(&[b.clone()], "id")).collect();
-        for i in 0..sa.len() {
-            let (a, c) = (format!("{}/{}", sa[i], ia[i]), format!("{}/{}", sb[i], ib[i]));
-            // Copies of one fingerprint were checked as a group: NULL.
-            let Ok(got) = sim[i].parse::<f64>() else { continue };
-            let expected = cosine(&vectors[&a], &vectors[&c]);
-            assert!((got - expected).abs() < 1e-9 && got >= 0.8, "night {n}: {a} {c}: {got} against {expected}");
-            across += usize::from(!tonight.contains(&ia[i]) || !tonight.contains(&ib[i]));
-        }
-        assert_eq!(summary(&reports.join(n))["verify"], "cosine:0.8");
+    for i in 0..sa.len() {
+        // Copies of one fingerprint were checked as a group: NULL.
+        let Ok(got) = sim[i].parse::<f64>() else { continue };
+        let (a, c) = (format!("{}/{}", sa[i], ia[i]), format!("{}/{}", sb[i], ib[i]));
+        let expected = cosine(&stored[&a], &stored[&c]);
+        assert!((got - expected).abs() < 1e-9 && got >= 0.8, "{a} {c}: {got} against {expected}");
+        across += usize::from(!tonight.contains(&ia[i]) || !tonight.contains(&ib[i]));
     }
     assert!(across > 0, "no pair with a stored document");
+    assert_eq!(summary(&reports.join(NIGHTS[2]))["verify"], "cosine:0.8");
 
-    // A store made before documents kept vectors cannot be checked by cosine.
-    let (old, old_reports) = (dir.path().join("old"), dir.path().join("old-reports"));
-    let r = old_reports.to_str().unwrap();
-    ok(&night(dir.path(), old.to_str().unwrap(), NIGHTS[0], r, &["--min-shared", "none"]));
-    let manifest = old.join("store.json");
-    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
-    m.as_object_mut().unwrap().remove("vectors");
-    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
-    let o = night(dir.path(), old.to_str().unwrap(), NIGHTS[1], r, &cosine_check);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("keeps no SimHash vectors") && stderr(&o).contains("--verify jaccard:T"), "{}", stderr(&o));
-    ok(&night(dir.path(), old.to_str().unwrap(), NIGHTS[1], r, &["--min-shared", "none"]));
+    // A store whose first night checked term sets keeps no vectors.
+    let (other, other_reports) = (dir.path().join("other"), dir.path().join("other-reports"));
+    let (o, r) = (other.to_str().unwrap(), other_reports.to_str().unwrap());
+    ok(&night(dir.path(), o, NIGHTS[0], r, &["--min-shared", "none"]));
+    assert!(vectors(&read_dir(&other.join(format!("runs/run={}", NIGHTS[0])))).is_empty());
+    let out = night(dir.path(), o, NIGHTS[1], r, &cosine_check);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("keeps no SimHash vectors") && stderr(&out).contains("--verify jaccard:T"), "{}", stderr(&out));
+    ok(&night(dir.path(), o, NIGHTS[1], r, &["--min-shared", "none"]));
 }

@@ -67,6 +67,7 @@ def joins(fingerprint, ks):
             ("simhash k=3 + minhash 20x5 + jaccard:0.5", None, both + ["--minhash", "20x5", "--verify", "jaccard:0.5"]),
             ("simhash k=3 + minhash 32x4 + jaccard:0.5 (default)", None, []),
             # SimHash-cosine (paper 001 §2.3(2)): the same candidates, checked on SimHash vectors.
+            ("simhash k=3 + minhash 32x4 + cosine:0.7", None, both + ["--minhash", "32x4", "--verify", "cosine:0.7"]),
             ("simhash k=3 + minhash 32x4 + cosine:0.8", None, both + ["--minhash", "32x4", "--verify", "cosine:0.8"]),
             ("simhash k=3 + minhash 32x4 + cosine:0.9", None, both + ["--minhash", "32x4", "--verify", "cosine:0.9"]),
             ("simhash k=3 + minhash 32x4 + cosine:0.95", None, both + ["--minhash", "32x4", "--verify", "cosine:0.95"]),
@@ -132,8 +133,9 @@ def main():
         truth = os.path.join(args.bench, slice_, "truth.parquet")
         for fp_name in args.fingerprints.split(","):
             base = os.path.join(work, f"{slice_}-{fp_name.replace(' ', '-').replace(':', '-')}")
-            run([args.neardup, "dedup", "-q", "--overwrite", "-i", f"{slice_}={docs}", "-o", base, "-k", "0"]
-                + FINGERPRINTS[fp_name])
+            # A cosine check keeps the SimHash vectors the grid's cosine rows compare.
+            run([args.neardup, "dedup", "-q", "--overwrite", "-i", f"{slice_}={docs}", "-o", base, "-k", "0",
+                 "--verify", "cosine:0.8"] + FINGERPRINTS[fp_name])
             for join_name, k, flags in joins(fp_name, ks):
                 out = f"{base}-pairs"
                 run([args.neardup, "pairs", "-q", "--overwrite", "--fingerprints", f"{slice_}={base}/fingerprints",

@@ -20,6 +20,11 @@ pub struct Job {
     pub tokenizer: Mode,
     /// The settings fingerprints are comparable under (hashes the word lists).
     pub settings: FingerprintSettings,
+    /// Whether documents keep their SimHash vectors: when the check compares
+    /// them (`--verify cosine:T`), or the store keeps them. Elsewhere the
+    /// column is NULL: writing and carrying 64 bytes a document cost a
+    /// Weibo run 9 % for a check it does not make.
+    pub vectors: bool,
 }
 
 impl Job {
@@ -30,10 +35,26 @@ impl Job {
         job
     }
 
+    /// The job keeping SimHash vectors or not (as its store does).
+    pub fn with_vectors(&self, vectors: bool) -> Job {
+        Job { vectors, ..self.clone() }
+    }
+
+    /// The scheme of the documents' SimHash vectors, when they keep them.
+    pub fn vector_scheme(&self) -> Option<String> {
+        self.vectors.then(|| crate::fingerprint::VECTOR_SCHEME.to_string())
+    }
+
     /// `spec` checked ([`JobSpec::validate`]) and parsed.
     pub fn new(spec: &JobSpec) -> Result<Job> {
         let checked = spec.validate()?;
-        Ok(Job { keep: checked.keep, tokenizer: checked.tokenizer, settings: FingerprintSettings::of(&spec.fingerprint), spec: spec.clone() })
+        Ok(Job {
+            keep: checked.keep,
+            tokenizer: checked.tokenizer,
+            settings: FingerprintSettings::of(&spec.fingerprint),
+            vectors: spec.join.verify.reads_vectors(),
+            spec: spec.clone(),
+        })
     }
 
     /// The same job with another spec (a store night's, which uses the

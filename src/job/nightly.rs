@@ -202,7 +202,7 @@ async fn stage_run(ctx: &SessionContext, store: &StoreRun, job: &Job, model: Opt
             idf_model: Some(idf_model),
             minhash: store.minhash,
             shingles: Some(SKETCH_SCHEME.into()),
-            vectors: Some(crate::fingerprint::VECTOR_SCHEME.into()),
+            vectors: job.vector_scheme(),
             min_shared: job.spec.join.min_shared(),
         };
         seal(ctx, &run_path, Some(&meta)).await?;

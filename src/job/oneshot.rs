@@ -7,7 +7,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::array::Array;
-use datafusion::arrow::datatypes::{DataType, Field, Int8Type, UInt32Type, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, Field, UInt32Type, UInt64Type};
 use datafusion::prelude::SessionContext;
 
 use super::candidates::{eligible_without, near_pairs, term_sets};
@@ -54,13 +54,12 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec
         let sets = sets.as_list::<i32>();
         let sketches = cast(b.column(4), &crate::udf::sketch_type())?;
         let sketches = sketches.as_list::<i32>();
-        let vectors = cast(b.column(5), &crate::udf::vector_type())?;
-        let vectors = vectors.as_list::<i32>();
+        let vectors = b.column(5).as_fixed_size_binary();
         let reads_vectors = join.verify.reads_vectors();
         for r in 0..b.num_rows() {
             let set = sets.value(r).as_primitive::<UInt64Type>().values().to_vec();
             let shingles = (policy.is_some() && sketches.is_valid(r)).then(|| sketches.value(r).as_primitive::<UInt32Type>().values().to_vec());
-            let vector = (reads_vectors && vectors.is_valid(r)).then(|| vectors.value(r).as_primitive::<Int8Type>().values().to_vec());
+            let vector = (reads_vectors && vectors.is_valid(r)).then(|| vectors.value(r).iter().map(|&b| b as i8).collect());
             rows.push(Member { simhash: simhash.value(r), source: source.value(r).to_string(), id: id.value(r).to_string(), term_set: set, shingles, vector });
         }
     }

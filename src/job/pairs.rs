@@ -123,18 +123,19 @@ async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRu
         }
         Err(_) => ", CAST(NULL AS INT UNSIGNED[]) AS shingles",
     };
-    // Fingerprints made before documents kept SimHash vectors cannot be
-    // checked by SimHash-cosine.
-    let vector = match schema.field_with_name("vector") {
-        Ok(_) => ", vector",
-        Err(_) if spec.join.verify.reads_vectors() => {
+    // Fingerprints made without SimHash vectors (by a run that checked
+    // term sets, or before documents kept them) cannot be checked by
+    // SimHash-cosine.
+    let vector = match kept_vectors(ctx, &input.url, &schema).await? {
+        true => ", vector",
+        false if spec.join.verify.reads_vectors() => {
             return Err(Error::input(format!(
-                "'{}' has no vector column, which --verify {} compares: recompute the fingerprints with \
-                 this version of neardup dedup, or check on term sets (--verify jaccard:T)",
-                input.url, spec.join.verify
+                "'{}' has no SimHash vectors, which --verify {} compares: make the fingerprints with \
+                 neardup dedup --verify {}, or check on term sets (--verify jaccard:T)",
+                input.url, spec.join.verify, spec.join.verify
             )))
         }
-        Err(_) => ", CAST(NULL AS TINYINT[]) AS vector",
+        false => ", arrow_cast(NULL, 'FixedSizeBinary(64)') AS vector",
     };
     let query = format!(
         "SELECT {source} AS source, CAST(id AS VARCHAR) AS id, \
@@ -142,6 +143,22 @@ async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRu
     );
     create_view(ctx, table::FINGERPRINTS, &query).await?;
     Ok(schema.field_with_name("shingles").is_ok())
+}
+
+/// Whether every file of the table keeps SimHash vectors: it has the
+/// column, and its footer names their scheme (a run that did not keep them
+/// wrote NULLs).
+async fn kept_vectors(ctx: &SessionContext, url: &str, schema: &Schema) -> Result<bool> {
+    if schema.field_with_name("vector").is_err() {
+        return Ok(false);
+    }
+    let footers = parquet_key_values(ctx, url).await?;
+    Ok(!footers.is_empty()
+        && footers.iter().all(|(_, kv)| {
+            kv.get(METADATA_KEY)
+                .and_then(|m| serde_json::from_str::<FileMetadata>(m).ok())
+                .is_some_and(|m| m.vectors.as_deref() == Some(crate::fingerprint::VECTOR_SCHEME))
+        }))
 }
 
 /// The MinHash band keys of the table's documents: the file's own when made

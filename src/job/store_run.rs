@@ -39,6 +39,10 @@ pub struct StoreRun {
     pub(super) minhash: Option<MinHashPlan>,
     /// This run's duplication policy (`--min-shared`).
     min_shared: Option<MinShared>,
+    /// Whether the store's documents keep SimHash vectors: a store made
+    /// by a night that checked by cosine does, and so does every later
+    /// night of it, whatever its check.
+    vectors: bool,
     store: Arc<dyn ObjectStore>,
     root: ObjectPath,
 }
@@ -87,16 +91,18 @@ impl StoreRun {
             (Some(m), SharePolicy::Default) if join.verify.measure().is_some() => m.min_shared,
             _ => join.min_shared(),
         };
-        let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), segments: Vec::new(), minhash, min_shared, store, root };
+        let vectors = match &manifest {
+            Some(m) => m.vectors.is_some(),
+            None => job.vectors,
+        };
+        let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), segments: Vec::new(), minhash, min_shared, vectors, store, root };
         if let Some(m) = &run.manifest {
             run.check_manifest(ctx, m, settings, keep, idf_model).await?;
             // Without a check there is no policy to apply, nor to compare.
             if join.verify.measure().is_some() {
                 run.check_policy(m)?;
             }
-            if join.verify.reads_vectors() {
-                run.check_vectors(m, join.verify)?;
-            }
+            run.check_vectors(m, join.verify)?;
         }
         run.read_runs().await?;
         if run.manifest.is_none() && !(run.earlier.is_empty() && run.segments.is_empty()) {
@@ -124,19 +130,32 @@ impl StoreRun {
         )))
     }
 
-    /// Refuse a SimHash-cosine check on a store whose runs keep no SimHash
-    /// vectors (or vectors of another scheme): its stored documents could
-    /// not be checked, and their pairs would be lost without a word.
+    /// Refuse a store whose SimHash vectors are of another scheme (tonight's
+    /// could not be compared with them), and a SimHash-cosine check on a
+    /// store whose runs keep none: its stored documents could not be
+    /// checked, and their pairs would be lost without a word.
     fn check_vectors(&self, m: &Manifest, verify: crate::sets::Verify) -> Result<()> {
         match m.vectors.as_deref() {
             Some(VECTOR_SCHEME) => Ok(()),
-            kept => Err(Error::input(format!(
-                "store '{}' keeps {}, which --verify {verify} compares: check this store on term sets \
-                 (--verify jaccard:T or overlap:T), or start a new store for SimHash-cosine",
-                self.url,
-                kept.map_or("no SimHash vectors (it was made before documents kept them)".to_string(), |s| format!("SimHash vectors of scheme '{s}', not '{VECTOR_SCHEME}'"))
+            Some(other) => Err(Error::input(format!(
+                "store '{}' keeps SimHash vectors of scheme '{other}', this neardup makes '{VECTOR_SCHEME}': keep \
+                 running this store with the neardup that made it ({}), or start a new store",
+                self.url, m.neardup_version
             ))),
+            None if verify.reads_vectors() => Err(Error::input(format!(
+                "store '{}' keeps no SimHash vectors, which --verify {verify} compares (its first night checked \
+                 term sets): check this store on term sets (--verify jaccard:T or overlap:T), or start a new \
+                 store whose first night runs with --verify {verify}",
+                self.url
+            ))),
+            None => Ok(()),
         }
+    }
+
+    /// Whether tonight's documents keep their SimHash vectors, as the
+    /// store's do.
+    pub fn vectors(&self) -> bool {
+        self.vectors
     }
 
     /// This night's duplication policy: the store's, or the one a new store
@@ -363,7 +382,7 @@ impl StoreRun {
             keep: keep.to_string(),
             minhash: self.minhash,
             shingles: Some(SKETCH_SCHEME.into()),
-            vectors: Some(VECTOR_SCHEME.into()),
+            vectors: self.vectors.then(|| VECTOR_SCHEME.into()),
             min_shared: self.min_shared,
             created_by_run: self.run_id.clone(),
             neardup_version: env!("CARGO_PKG_VERSION").into(),

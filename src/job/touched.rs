@@ -368,16 +368,16 @@ pub(super) async fn register_nothing_stored(ctx: &SessionContext, keep_key: &str
 /// sets or sketches: NULL then).
 pub async fn no_stored_term_sets(ctx: &SessionContext) -> Result<()> {
     let schema = ctx.table(table::FINGERPRINTS).await?.schema().clone();
-    let column = |name: &str, sql_type: &str| match schema.has_column_with_unqualified_name(name) {
+    let column = |name: &str, null: &str| match schema.has_column_with_unqualified_name(name) {
         true => name.to_string(),
-        false => format!("CAST(NULL AS {sql_type}) AS {name}"),
+        false => format!("{null} AS {name}"),
     };
     let query = format!(
         "SELECT simhash, source, id, {}, {}, {}, {} FROM fingerprints WHERE false",
-        column("term_set", "BIGINT UNSIGNED[]"),
-        column("minhash", "BIGINT UNSIGNED[]"),
-        column("shingles", "INT UNSIGNED[]"),
-        column("vector", "TINYINT[]")
+        column("term_set", "CAST(NULL AS BIGINT UNSIGNED[])"),
+        column("minhash", "CAST(NULL AS BIGINT UNSIGNED[])"),
+        column("shingles", "CAST(NULL AS INT UNSIGNED[])"),
+        column("vector", "arrow_cast(NULL, 'FixedSizeBinary(64)')")
     );
     create_view(ctx, table::STORED_TERM_SETS, &query).await?;
     Ok(())

@@ -13,7 +13,7 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, Int8Builder, ListArray, ListBuilder, StructArray, UInt64Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, FixedSizeBinaryBuilder, Int64Array, ListArray, StructArray, UInt64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, UInt64Type};
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
@@ -54,16 +54,21 @@ fn result_fields() -> Fields {
 }
 
 /// The type of a SimHash vector (`crate::fingerprint::VECTOR_SCHEME`): 64
-/// 8-bit votes.
+/// 8-bit votes in 64 bytes, each a two's-complement `i8`. Fixed-size
+/// binary rather than a list: Parquet writes it as one value a document,
+/// where a list of 64 items costs a level per item (Weibo: fingerprints
+/// 2.3 s → 3.2 s as a list).
 pub fn vector_type() -> DataType {
-    DataType::List(Arc::new(Field::new("item", DataType::Int8, true)))
+    DataType::FixedSizeBinary(VECTOR_BYTES)
 }
+
+const VECTOR_BYTES: i32 = 64;
 
 /// Each row's fingerprint, number of kept terms and vector.
 struct Fingerprints {
     simhashes: Vec<Option<u64>>,
     n_terms: Vec<i64>,
-    vectors: ListBuilder<Int8Builder>,
+    vectors: FixedSizeBinaryBuilder,
 }
 
 fn execution(e: impl std::fmt::Display) -> DataFusionError {
@@ -121,7 +126,7 @@ impl Options {
         let offsets = list.value_offsets();
         let mut simhashes = Vec::with_capacity(list.len());
         let mut n_terms = Vec::with_capacity(list.len());
-        let mut vectors = ListBuilder::with_capacity(Int8Builder::with_capacity(64 * list.len()), list.len());
+        let mut vectors = FixedSizeBinaryBuilder::with_capacity(list.len(), VECTOR_BYTES);
         let mut votes: Vec<(u64, f64, u32)> = Vec::new();
         for row in 0..list.len() {
             votes.clear();
@@ -154,8 +159,7 @@ impl Options {
             }
             simhashes.push(Some(hasher.finish()));
             n_terms.push(votes.iter().map(|v| i64::from(v.2)).sum());
-            vectors.values().append_slice(&hasher.vector());
-            vectors.append(true);
+            vectors.append_value(hasher.vector().map(|v| v as u8)).expect("a vector is 64 bytes");
         }
         Fingerprints { simhashes, n_terms, vectors }
     }
@@ -223,7 +227,8 @@ impl ScalarUDFImpl for IdfSimhash {
                  by document, computed row by row. The df table (Parquet with columns hash and df, \
                  as --save-idf-model writes) is read once per process and kept by location and \
                  version. Returns {simhash, n_terms, vector}: vector is the 64 votes before their \
-                 sign step, scaled to 8 bits (SimHash-cosine, compared with simhash_cosine). NULL, 0 \
+                 sign step, scaled to 8 bits, in 64 bytes (SimHash-cosine, compared with \
+                 simhash_cosine). NULL, 0 \
                  and NULL for a document without terms.",
                 "idf_simhash(terms, model, version, n, weighting [, formula [, top_k]])",
                 "```sql\n> SELECT idf_simhash(term_stats('北京 北京', NULL), NULL, NULL, NULL, 'tf')['n_terms'];\n2\n```",

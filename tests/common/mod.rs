@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int8Type, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, UInt64Type};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 pub fn root() -> PathBuf {
@@ -103,10 +103,10 @@ pub fn vectors(batches: &[RecordBatch]) -> BTreeMap<String, Vec<i8>> {
     let mut row = 0;
     for b in batches {
         let column = b.column_by_name("vector").expect("a vector column");
-        let column = column.as_list::<i32>();
+        let column = column.as_fixed_size_binary();
         for r in 0..b.num_rows() {
             if column.is_valid(r) {
-                out.insert(format!("{}/{}", sources[row], ids[row]), column.value(r).as_primitive::<Int8Type>().values().to_vec());
+                out.insert(format!("{}/{}", sources[row], ids[row]), column.value(r).iter().map(|&v| v as i8).collect());
             }
             row += 1;
         }
