@@ -20,16 +20,17 @@
 -- candidates do not include MinHash), computed here once per document in
 -- O(terms) and kept, so no later stage or night hashes a term set again.
 -- shingles is the shingle sketch made with the terms (20_terms.sql), and
--- vector ({{vector}}: the 64 votes before the sign step, at 8 bits, or NULL)
--- what SimHash-cosine (--verify cosine:T) compares instead of the term sets.
+-- vector the 64 votes before the sign step, at 8 bits: what SimHash-cosine
+-- (--verify cosine:T) compares instead of the term sets, made only when
+-- {{with_vector}} (NULL otherwise).
 -- Row groups of 65,536 rows let the later stages scan the table on every
 -- core.
 COPY (
   SELECT source, id, simhash, n_terms, n_chars, term_set, {{minhash}} AS minhash, shingles, vector{{keep_key}}
   FROM (
-    SELECT source, id, f['simhash'] AS simhash, COALESCE(f['n_terms'], 0) AS n_terms, n_chars, {{vector}} AS vector,
+    SELECT source, id, f['simhash'] AS simhash, COALESCE(f['n_terms'], 0) AS n_terms, n_chars, f['vector'] AS vector,
            term_set(terms) AS term_set, shingles{{keep_key}}
-    FROM (SELECT *, idf_simhash(terms, {{model}}, {{model_version}}, {{n_docs}}, {{weighting}}, {{formula}}, {{top_k}}) AS f
+    FROM (SELECT *, idf_simhash(terms, {{model}}, {{model_version}}, {{n_docs}}, {{weighting}}, {{formula}}, {{top_k}}, {{with_vector}}) AS f
           FROM terms)
   )
   ORDER BY source, id

@@ -171,15 +171,6 @@ pub(super) fn candidates_name(join: &JoinOptions) -> String {
     }
 }
 
-/// The SQL of a `vector` column in 40_fingerprints.sql: the document's
-/// SimHash vector, or NULL when documents do not keep them.
-pub(super) fn vector_expression(kept: bool) -> &'static str {
-    match kept {
-        true => "f['vector']",
-        false => "arrow_cast(NULL, 'FixedSizeBinary(64)')",
-    }
-}
-
 /// The SQL of a `minhash` column: the band keys of the term set in column
 /// `set` with `plan`, or NULL without MinHash candidates.
 pub(super) fn minhash_expression(plan: Option<MinHashPlan>, set: &str) -> String {

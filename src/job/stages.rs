@@ -9,7 +9,7 @@ use super::query::{collect, column_u64, scalar_u64, work_table_with};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
 use super::tables::{materialize, FileMetadata, METADATA_KEY};
-use super::candidates::{minhash_expression, vector_expression};
+use super::candidates::minhash_expression;
 use crate::error::{Error, Result};
 use crate::storage::{copy_file, parquet_key_values, register_parquet};
 
@@ -137,7 +137,7 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
         ("formula", Param::Text(fp.idf.as_str())),
         ("top_k", Param::IntOrNull(fp.top_k.map(|k| k as u64))),
         ("minhash", Param::Sql(&minhash_expression(minhash, "term_set"))),
-        ("vector", Param::Sql(vector_expression(run.job.vectors))),
+        ("with_vector", Param::Bool(run.job.vectors)),
         ("keep_key", Param::Sql(run.job.keep_key())),
     ];
     materialize(run.ctx, sql::FINGERPRINTS, &params, &fp_path, table::FINGERPRINTS, Some(&meta)).await?;
