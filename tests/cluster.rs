@@ -61,6 +61,14 @@ fn cluster_runs_equal_embedded_runs() {
     assert_eq!(clusters(&pairs_c), clusters(&embedded));
     assert!(!pairs(&pairs_c).is_empty());
 
+    // SimHash-cosine: the vectors the executors build check the same pairs.
+    let cosine = ["--verify", "cosine:0.8"];
+    let (cosine_e, cosine_c) = (dir.path().join("cosine-embedded"), dir.path().join("cosine-cluster"));
+    run(&cosine_e, &cosine, &[&news, &reprints]);
+    run(&cosine_c, &[&cosine[..], &["--cluster", &cluster.url]].concat(), &[&news, &reprints]);
+    assert_same_outputs(&cosine_e, &cosine_c);
+    assert_eq!(summary(&cosine_c)["verify"], "cosine:0.8");
+
     // SQL with a neardup function, on the cluster.
     let out = ok(&neardup(&["sql", "--cluster", &cluster.url, "--format", "csv", "--table", &news, "-c",
         "SELECT count(*) AS n, sum(hamming(simhash(tokenize(text)), 0)) > 0 AS any FROM news WHERE text <> ''"]));
