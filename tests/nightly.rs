@@ -875,12 +875,13 @@ fn a_store_keeps_its_duplication_policy_and_measures_stored_text() {
     assert!(across > 0, "no pair with a stored document");
 }
 
-/// Rewrite a run file as a release before shingle sketches wrote it: without
-/// the `shingles` column, with the Parquet writer's default settings.
+/// Rewrite a run file as a release before shingle sketches (and SimHash
+/// vectors) wrote it: without the `shingles` and `vector` columns, with the
+/// Parquet writer's default settings.
 fn drop_sketches(file: &Path) {
     let batches = read_dir(file.parent().unwrap());
     let schema = batches[0].schema();
-    let kept: Vec<usize> = (0..schema.fields().len()).filter(|&i| schema.field(i).name() != "shingles").collect();
+    let kept: Vec<usize> = (0..schema.fields().len()).filter(|&i| !["shingles", "vector"].contains(&schema.field(i).name().as_str())).collect();
     let schema = std::sync::Arc::new(schema.project(&kept).unwrap());
     let mut writer = datafusion::parquet::arrow::ArrowWriter::try_new(std::fs::File::create(file).unwrap(), schema, None).unwrap();
     for batch in batches {
@@ -928,7 +929,7 @@ fn a_store_without_sketches_runs_on_and_refuses_a_policy() {
             assert!(without.contains(&"NULL".to_string()), "a pair with a document stored without a sketch is unmeasured");
         }
     }
-    // Its runs, with and without sketches, compact into one segment.
+    // Its runs, with and without sketches and vectors, compact into one segment.
     ok(&neardup(&["store", "compact", "--store", store.to_str().unwrap(), "--all"]));
     assert_eq!(stored_content(&store), stored_content(&now.join("store")));
 }
