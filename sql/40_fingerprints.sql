@@ -24,7 +24,11 @@
 -- (--verify cosine:T) compares instead of the term sets, made only when
 -- {{with_vector}} (NULL otherwise).
 -- Row groups of 65,536 rows let the later stages scan the table on every
--- core.
+-- core. Ids, fingerprints, MinHash keys, sketches and vectors are (nearly)
+-- all distinct: a dictionary for them is built only to be given up, so they
+-- are written plain (Weibo: the statement 2.44 → 2.15 s, the file 195 →
+-- 183 MB; Heybox 44.8 → 43.9 MB). Term sets keep theirs: common terms
+-- recur, and without it a Heybox file grew by 9 %.
 COPY (
   SELECT source, id, simhash, n_terms, n_chars, term_set, {{minhash}} AS minhash, shingles, vector{{keep_key}}
   FROM (
@@ -34,4 +38,7 @@ COPY (
           FROM terms)
   )
   ORDER BY source, id
-) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '65536')
+) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '65536',
+  'format.dictionary_enabled::id' 'false', 'format.dictionary_enabled::simhash' 'false',
+  'format.dictionary_enabled::minhash.list.item' 'false', 'format.dictionary_enabled::shingles.list.item' 'false',
+  'format.dictionary_enabled::vector' 'false')
