@@ -45,6 +45,7 @@ impl Member {
 fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec<(String, String)>> {
     // Sketches are read only when a policy compares them.
     let policy = join.min_shared();
+    let reads_vectors = join.verify.reads_vectors();
     let mut rows: Vec<Member> = Vec::new();
     for b in batches {
         let simhash = column_u64(b, 0)?;
@@ -55,7 +56,6 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec
         let sketches = cast(b.column(4), &crate::udf::sketch_type())?;
         let sketches = sketches.as_list::<i32>();
         let vectors = b.column(5).as_fixed_size_binary();
-        let reads_vectors = join.verify.reads_vectors();
         for r in 0..b.num_rows() {
             let set = sets.value(r).as_primitive::<UInt64Type>().values().to_vec();
             let shingles = (policy.is_some() && sketches.is_valid(r)).then(|| sketches.value(r).as_primitive::<UInt32Type>().values().to_vec());

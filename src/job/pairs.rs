@@ -38,8 +38,11 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     let ctx = context(&spec.engine).await?;
     let mut progress = Progress::new(options);
     let input = &spec.fingerprints;
-    let settings = check_fingerprint_settings(&ctx, &input.url).await?;
-    let sketches = fingerprints_view(&ctx, spec, &keep).await?;
+    // Every file's footer, read once: the settings, MinHash plan and vectors
+    // they record.
+    let footers = parquet_key_values(&ctx, &input.url).await?;
+    let settings = check_fingerprint_settings(&footers)?;
+    let sketches = fingerprints_view(&ctx, spec, &keep, &footers).await?;
     // Fingerprints made before documents kept sketches cannot be held to a
     // policy: the default leaves it out, one asked for is refused (above).
     let mut join = spec.join.clone();
@@ -71,7 +74,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
 /// The view `fingerprints` over the table `spec.fingerprints`, its columns
 /// checked: what `dedup` would have made of the same documents. Says whether
 /// the table has shingle sketches.
-async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRule) -> Result<bool> {
+async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRule, footers: &Footers) -> Result<bool> {
     let input = &spec.fingerprints;
     let schema = register_parquet(ctx, "fingerprints_input", &input.url).await?;
     let simhash = field(&schema, "simhash", input, "fingerprint", "a column named simhash")?;
@@ -98,7 +101,7 @@ async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRu
             format!(", {} AS keep_key", ident(c))
         }
     };
-    let minhash = minhash_column(ctx, spec, &schema).await?;
+    let minhash = minhash_column(spec, &schema, footers);
     let term_set = match schema.field_with_name("term_set") {
         Ok(_) => format!(", term_set, {minhash} AS minhash"),
         Err(_) if spec.join.verify != Verify::None => {
@@ -126,7 +129,7 @@ async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRu
     // Fingerprints made without SimHash vectors (by a run that checked
     // term sets, or before documents kept them) cannot be checked by
     // SimHash-cosine.
-    let vector = match kept_vectors(ctx, &input.url, &schema).await? {
+    let vector = match kept_vectors(&schema, footers) {
         true => ", vector",
         false if spec.join.verify.reads_vectors() => {
             return Err(Error::input(format!(
@@ -148,48 +151,42 @@ async fn fingerprints_view(ctx: &SessionContext, spec: &PairsSpec, keep: &KeepRu
 /// Whether every file of the table keeps SimHash vectors: it has the
 /// column, and its footer names their scheme (a run that did not keep them
 /// wrote NULLs).
-async fn kept_vectors(ctx: &SessionContext, url: &str, schema: &Schema) -> Result<bool> {
-    if schema.field_with_name("vector").is_err() {
-        return Ok(false);
-    }
-    let footers = parquet_key_values(ctx, url).await?;
-    Ok(!footers.is_empty()
-        && footers.iter().all(|(_, kv)| {
-            kv.get(METADATA_KEY)
-                .and_then(|m| serde_json::from_str::<FileMetadata>(m).ok())
-                .is_some_and(|m| m.vectors.as_deref() == Some(crate::fingerprint::VECTOR_SCHEME))
-        }))
+fn kept_vectors(schema: &Schema, footers: &Footers) -> bool {
+    schema.field_with_name("vector").is_ok()
+        && !footers.is_empty()
+        && footers.iter().all(|f| metadata(f).is_some_and(|m| m.vectors.as_deref() == Some(crate::fingerprint::VECTOR_SCHEME)))
+}
+
+/// The footers of a table's files: each file's location and key-value metadata.
+type Footers = Vec<(String, std::collections::HashMap<String, String>)>;
+
+/// neardup's metadata in one file's footer, when it has readable metadata.
+fn metadata((_, kv): &(String, std::collections::HashMap<String, String>)) -> Option<FileMetadata> {
+    serde_json::from_str(kv.get(METADATA_KEY)?).ok()
 }
 
 /// The MinHash band keys of the table's documents: the file's own when made
 /// with this run's plan, else computed here, once per document.
-async fn minhash_column(ctx: &SessionContext, spec: &PairsSpec, schema: &Schema) -> Result<String> {
-    let input = &spec.fingerprints;
+fn minhash_column(spec: &PairsSpec, schema: &Schema, footers: &Footers) -> String {
     let plan = spec.join.candidates.minhash().then_some(spec.join.minhash);
-    let stored_plan = parquet_key_values(ctx, &input.url)
-        .await?
-        .iter()
-        .filter_map(|(_, kv)| serde_json::from_str::<FileMetadata>(kv.get(METADATA_KEY)?).ok())
-        .map(|m| m.minhash)
-        .reduce(|a, b| if a == b { a } else { None })
-        .flatten();
-    Ok(if plan.is_some() && plan == stored_plan && schema.field_with_name("minhash").is_ok() {
+    let stored_plan = footers.iter().filter_map(metadata).map(|m| m.minhash).reduce(|a, b| if a == b { a } else { None }).flatten();
+    if plan.is_some() && plan == stored_plan && schema.field_with_name("minhash").is_ok() {
         "minhash".to_string()
     } else {
         minhash_expression(plan, "term_set")
-    })
+    }
 }
 
 /// The settings all files of a fingerprint table were made with; an error
 /// if they differ. `None` for tables without neardup metadata.
-async fn check_fingerprint_settings(ctx: &SessionContext, url: &str) -> Result<Option<FingerprintSettings>> {
+fn check_fingerprint_settings(footers: &Footers) -> Result<Option<FingerprintSettings>> {
     let mut found: Option<(String, FingerprintSettings)> = None;
-    for (file, kv) in parquet_key_values(ctx, url).await? {
+    for (file, kv) in footers {
         let Some(meta) = kv.get(METADATA_KEY) else { continue };
         let meta: FileMetadata = serde_json::from_str(meta)
             .map_err(|e| Error::input(format!("'{file}' has unreadable neardup metadata: {e}")))?;
         match &found {
-            None => found = Some((file, meta.settings)),
+            None => found = Some((file.clone(), meta.settings)),
             Some((first, seen)) if *seen != meta.settings => {
                 let json = |s: &FingerprintSettings| serde_json::to_string(s).expect("settings serialise");
                 return Err(Error::input(format!(
