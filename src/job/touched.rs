@@ -27,6 +27,7 @@ use crate::minhash::MinHashPlan;
 use crate::storage::fetch::{rows_by_key, Take};
 use crate::storage::{literal, OutputDir};
 use crate::udf::minhash_keys::{keys_of_sets, keys_type};
+use crate::udf::term_set::{as_sets, set_values};
 use crate::udf::night_partners::index as night_index;
 
 /// Register `stored` and `stored_term_sets`: the earlier runs' rows of
@@ -124,7 +125,7 @@ async fn probe(ctx: &SessionContext, store: &StoreRun, join: &JoinOptions, out: 
     Ok(Probed { wanted, index, version, k, m })
 }
 
-/// The rows of the two work tables, made at once on two cores:
+/// The rows of the two work tables, made at once:
 /// `stored_term_sets` (the first rows by document, with the MinHash keys of
 /// `plan` that can meet `tonight`'s) and `stored` (the chosen rows without
 /// term sets).
@@ -284,72 +285,98 @@ impl FirstRows {
 ///
 /// The keys are derived again from the term sets, as 40_fingerprints.sql
 /// made them: for these few rows that costs less than reading them, most of
-/// a stored row's bytes. Half the batches are hashed and trimmed on a
-/// second core.
+/// a stored row's bytes. Each batch is hashed and trimmed at once, while its
+/// keys are in cache, on every core.
 fn keys_meeting_tonight(rows: &[RecordBatch], plan: MinHashPlan, index: &NightIndex, started: std::time::Instant) -> Result<Vec<ArrayRef>> {
-    let derive = |b: &RecordBatch| -> Result<ListArray> {
-        let sets = b.column_by_name("term_set").ok_or_else(|| Error::runtime("fetched stored rows have no term_set"))?;
-        Ok(keys_of_sets(plan, sets, "minhash_keys")?)
-    };
-    let lists = on_two_cores(rows, derive).into_iter().collect::<Result<Vec<_>>>()?;
-    let fingerprints = rows.iter().map(|b| b.column_by_name("simhash").and_then(|c| c.as_primitive_opt::<UInt64Type>()).ok_or_else(|| Error::runtime("fetched stored rows have no UInt64 simhash")));
-    let keyed = fingerprints.zip(&lists).map(|(f, l)| Ok((f?, l))).collect::<Result<Vec<_>>>()?;
-    let all_keys: usize = lists.iter().map(|l| l.values().len()).sum();
-    let kept = trim_keys(&keyed, index);
-    log::debug!("{:>6} ms  fetch: {} of their {all_keys} MinHash keys kept", started.elapsed().as_millis(), kept.iter().map(|l| l.values().len()).sum::<usize>());
-    Ok(kept.into_iter().map(|l| Arc::new(l) as ArrayRef).collect())
+    let column = |b: &RecordBatch, name: &str| b.column_by_name(name).cloned().ok_or_else(|| Error::runtime(format!("fetched stored rows have no {name}")));
+    let batches = rows
+        .iter()
+        .map(|b| {
+            let fingerprints = column(b, "simhash")?.as_primitive_opt::<UInt64Type>().cloned();
+            let fingerprints = fingerprints.ok_or_else(|| Error::runtime("fetched stored rows have no UInt64 simhash"))?;
+            Ok((fingerprints, as_sets(&column(b, "term_set")?)?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let theirs = their_keys(&batches, plan, index)?;
+    let trimmed = in_parallel(&batches, |(fingerprints, sets)| -> Result<(ListArray, usize)> {
+        let keys = keys_of_sets(plan, &(Arc::new(sets.clone()) as ArrayRef), "minhash_keys")?;
+        Ok((trim_batch(fingerprints, &keys, index, &theirs), keys.values().len()))
+    });
+    let trimmed = trimmed.into_iter().collect::<Result<Vec<_>>>()?;
+    let (all, kept): (usize, usize) = trimmed.iter().fold((0, 0), |(a, k), (l, n)| (a + n, k + l.values().len()));
+    log::debug!("{:>6} ms  fetch: {kept} of their {all} MinHash keys kept", started.elapsed().as_millis());
+    Ok(trimmed.into_iter().map(|(l, _)| Arc::new(l) as ArrayRef).collect())
 }
 
-/// Of each row's keys (`rows`: fingerprints and key lists, batch by
-/// batch), those of [`keys_meeting_tonight`]: all of a row of one of
-/// tonight's fingerprints, else those of tonight's documents or of such a
-/// row.
-fn trim_keys(rows: &[(&UInt64Array, &ListArray)], index: &NightIndex) -> Vec<ListArray> {
-    let tonights = |f: &UInt64Array, row: usize| f.is_valid(row) && index.has_fingerprint(f.value(row));
-    let mut theirs = HashSet::new();
-    for (fingerprints, lists) in rows {
-        for row in (0..lists.len()).filter(|&r| tonights(fingerprints, r)) {
-            theirs.extend(row_keys(lists, row).iter().copied());
+/// Whether row `row` of a stored batch has one of tonight's fingerprints.
+fn tonights(index: &NightIndex, fingerprints: &UInt64Array, row: usize) -> bool {
+    fingerprints.is_valid(row) && index.has_fingerprint(fingerprints.value(row))
+}
+
+/// The keys of the stored rows of tonight's fingerprints (`batches`:
+/// fingerprints and term sets) that tonight's documents do not hold: other
+/// stored rows keep them too (see [`keys_meeting_tonight`]). Few rows, so
+/// their keys are derived here, before the batches are trimmed.
+fn their_keys(batches: &[(UInt64Array, ListArray)], plan: MinHashPlan, index: &NightIndex) -> Result<HashSet<u64>> {
+    let mut hasher = plan.hasher();
+    let mut keys = Vec::new();
+    for (fingerprints, sets) in batches {
+        let values = sets.values().as_primitive::<UInt64Type>();
+        for row in (0..sets.len()).filter(|&r| tonights(index, fingerprints, r)) {
+            if let Some(set) = set_values(sets, values, row, "minhash_keys")? {
+                hasher.keys_into(set, &mut keys);
+            }
         }
     }
-    // Keys tonight's documents hold pass anyway: look up only the others.
-    let theirs: Vec<u64> = theirs.into_iter().collect();
-    let held = index.have_minhash_keys(&theirs);
-    let theirs: HashSet<u64> = theirs.into_iter().zip(held).filter(|&(_, held)| !held).map(|(k, _)| k).collect();
-    let trim = |(fingerprints, lists): &(&UInt64Array, &ListArray)| {
-        let values = lists.values().as_primitive::<UInt64Type>().values();
-        let held = index.have_minhash_keys(values);
-        let offsets = lists.value_offsets();
-        let (mut kept, mut ends) = (Vec::new(), Vec::with_capacity(lists.len() + 1));
-        ends.push(0i32);
-        for row in 0..lists.len() {
-            let all = tonights(fingerprints, row);
-            let keys = offsets[row] as usize..offsets[row + 1] as usize;
-            kept.extend(keys.filter(|&j| all || held[j] || theirs.contains(&values[j])).map(|j| values[j]));
-            ends.push(kept.len() as i32);
-        }
-        let DataType::List(field) = keys_type() else { unreachable!("keys are a list") };
-        ListArray::new(field, OffsetBuffer::new(ends.into()), Arc::new(UInt64Array::from(kept)), lists.nulls().cloned())
-    };
-    on_two_cores(rows, trim)
+    Ok(unheld(keys, index))
 }
 
-/// `f` of each item, in order: the first half on this thread, the second
-/// on another.
-fn on_two_cores<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let (first, second) = items.split_at(items.len() / 2);
-    std::thread::scope(|scope| {
-        let second = scope.spawn(|| second.iter().map(&f).collect::<Vec<_>>());
-        let mut done: Vec<R> = first.iter().map(&f).collect();
-        done.extend(second.join().expect("the second core's work does not panic"));
-        done
-    })
+/// Of `keys`, those that tonight's documents do not hold, as a set.
+fn unheld(mut keys: Vec<u64>, index: &NightIndex) -> HashSet<u64> {
+    keys.sort_unstable();
+    keys.dedup();
+    let held = index.have_minhash_keys(&keys);
+    keys.into_iter().zip(held).filter(|&(_, held)| !held).map(|(k, _)| k).collect()
 }
 
-/// The MinHash keys of row `row` of `lists`.
-fn row_keys(lists: &ListArray, row: usize) -> &[u64] {
+/// Of each row's keys (`fingerprints` and their `lists`), those of
+/// [`keys_meeting_tonight`]: all of a row of one of tonight's fingerprints,
+/// else those of tonight's documents or in `theirs` ([`their_keys`]).
+fn trim_batch(fingerprints: &UInt64Array, lists: &ListArray, index: &NightIndex, theirs: &HashSet<u64>) -> ListArray {
+    let values = lists.values().as_primitive::<UInt64Type>().values();
+    let held = index.have_minhash_keys(values);
     let offsets = lists.value_offsets();
-    &lists.values().as_primitive::<UInt64Type>().values()[offsets[row] as usize..offsets[row + 1] as usize]
+    let (mut kept, mut ends) = (Vec::new(), Vec::with_capacity(lists.len() + 1));
+    ends.push(0i32);
+    for row in 0..lists.len() {
+        let all = tonights(index, fingerprints, row);
+        let keys = offsets[row] as usize..offsets[row + 1] as usize;
+        kept.extend(keys.filter(|&j| all || held[j] || theirs.contains(&values[j])).map(|j| values[j]));
+        ends.push(kept.len() as i32);
+    }
+    let DataType::List(field) = keys_type() else { unreachable!("keys are a list") };
+    ListArray::new(field, OffsetBuffer::new(ends.into()), Arc::new(UInt64Array::from(kept)), lists.nulls().cloned())
+}
+
+/// `f` of each item, in order, on every core: the batches of a fetch differ
+/// in size, so each thread takes the next item when it is done.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(items.len()).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::Mutex::new(Vec::with_capacity(items.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                done.lock().unwrap_or_else(|e| e.into_inner()).push((i, r));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Register `stored` and `stored_term_sets` with no rows, for a store's first night.
@@ -400,6 +427,16 @@ mod tests {
             }
         }
         keys.finish()
+    }
+
+    /// The trim of [`keys_meeting_tonight`], given each row's keys.
+    fn trim_keys(rows: &[(&UInt64Array, &ListArray)], index: &NightIndex) -> Vec<ListArray> {
+        let mut theirs = Vec::new();
+        for (fingerprints, lists) in rows {
+            theirs.extend((0..lists.len()).filter(|&r| tonights(index, fingerprints, r)).flat_map(|r| values(lists, r)));
+        }
+        let theirs = unheld(theirs, index);
+        rows.iter().map(|(f, l)| trim_batch(f, l, index, &theirs)).collect()
     }
 
     fn values(lists: &ListArray, row: usize) -> Vec<u64> {

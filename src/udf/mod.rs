@@ -32,7 +32,7 @@ mod simhash_cosine;
 mod set_similarity;
 mod shingle_sketch;
 mod simhash_similarity;
-mod term_set;
+pub(crate) mod term_set;
 mod term_stats;
 mod term_weight;
 mod tokenize;
