@@ -413,6 +413,10 @@ pub struct FingerprintArgs {
     /// Drop lines that occur in at least N documents (site boilerplate) before segmentation [default: off].
     #[arg(long, value_name = "N", help_heading = "Fingerprints")]
     pub boilerplate_lines: Option<u32>,
+    /// Drop the lines of this frozen set (a store's idf/boilerplate.parquet) instead of counting
+    /// them over this run's documents; give the --boilerplate-lines it was counted with.
+    #[arg(long, value_name = "FILE", help_heading = "Fingerprints")]
+    pub boilerplate_set: Option<String>,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -459,6 +463,7 @@ impl FingerprintArgs {
                 save_idf_model: self.save_idf_model.clone(),
                 top_k: self.top_k,
                 boilerplate_lines: self.boilerplate_lines,
+                boilerplate_set: self.boilerplate_set.clone(),
             },
             join: JoinOptions::default(),
             keep: defaults::KEEP.into(),

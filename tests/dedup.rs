@@ -376,6 +376,9 @@ fn candidates_checks_and_boilerplate_lines() {
     exits_with(&dedup(&bad, &["--candidates", "minhash", "--verify", "none"]), 2, &["must be checked", "--verify"]);
     exits_with(&dedup(&bad, &["--verify", "euclid:0.5"]), 2, &["unknown verification measure 'euclid'"]);
     exits_with(&dedup(&bad, &["--boilerplate-lines", "1"]), 2, &["at least 2"]);
+    exits_with(&dedup(&bad, &["--boilerplate-set", "lines.parquet"]), 2, &["needs boilerplate_lines"]);
+    let not_a_set = sample("news.parquet");
+    exits_with(&dedup(&bad, &["--boilerplate-lines", "5", "--boilerplate-set", &not_a_set]), 2, &["news.parquet' has no column 'line_hash'"]);
     assert!(!bad.exists());
 
     // Fingerprints without term sets (made by another tool, or an older neardup).
@@ -503,11 +506,7 @@ fn pairs_carry_their_shared_text_and_a_policy_governs_them() {
     let s = summary(&strict);
     assert_eq!(s["min_shared"], 1.0);
     // Recorded with the outputs too: in the footer of pairs/.
-    let file = std::fs::File::open(strict.join("pairs/part-00000.parquet")).unwrap();
-    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
-    let footer = reader.metadata().file_metadata().key_value_metadata().unwrap();
-    let neardup = footer.iter().find(|kv| kv.key == "neardup").and_then(|kv| kv.value.clone()).unwrap();
-    let neardup: serde_json::Value = serde_json::from_str(&neardup).unwrap();
+    let neardup = footer(&strict.join("pairs/part-00000.parquet"));
     assert_eq!((neardup["min_shared"].as_f64(), neardup["shingles"].as_str()), (Some(1.0), Some("shingles:5-tokens,bottom-256,mix-32")));
 
     let bad = dir.path().join("bad");

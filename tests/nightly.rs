@@ -20,8 +20,13 @@ const NIGHTS: [&str; 3] = ["2026-11-01", "2026-11-02", "2026-11-03"];
 /// drops under `dir/drops/NIGHT/` by a hash of their id; returns `dir/all.parquet`
 /// with all of them too.
 fn drops(dir: &Path) -> PathBuf {
+    drops_of(dir, "text")
+}
+
+/// [`drops`] with each document's text as the SQL expression `text` makes it.
+fn drops_of(dir: &Path, text: &str) -> PathBuf {
     let all = dir.join("all.parquet");
-    let docs = "(SELECT id, text FROM news UNION ALL SELECT id, text FROM reprints)";
+    let docs = format!("(SELECT id, {text} AS text FROM (SELECT id, text FROM news UNION ALL SELECT id, text FROM reprints))");
     let mut sql = format!("COPY (SELECT * FROM {docs} ORDER BY id) TO '{}' STORED AS PARQUET;", all.display());
     for (k, night) in NIGHTS.iter().enumerate() {
         let folder = dir.join("drops").join(night);
@@ -160,6 +165,84 @@ fn nights_give_what_one_run_over_all_of_them_gives() {
     let s3 = summary(&reports.join(NIGHTS[2]));
     assert_eq!(s3["store"]["earlier_runs"], 2);
     assert_eq!(s3["store"]["added"].as_u64().unwrap() + s3["store"]["stored_documents"].as_u64().unwrap(), rows.len() as u64);
+}
+
+#[test]
+fn nights_drop_the_boilerplate_lines_their_store_froze() {
+    // Site furniture: a header on a third of the documents, a footer on half.
+    let text = "concat(CASE WHEN hash64(id) % 3 = 0 THEN '首页 > 新闻中心 > 正文\n' ELSE '' END, text, \
+                CASE WHEN hash64(id) % 2 = 0 THEN '\n本文来源：示例网 责任编辑：王明' ELSE '' END)";
+    let dir = tempfile::tempdir().unwrap();
+    let all = drops_of(dir.path(), text);
+    let store = dir.path().join("store");
+    let reports = dir.path().join("reports");
+    let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
+    let exact = ["--candidates", "simhash", "--verify", "none", "--boilerplate-lines", "5"];
+    for n in NIGHTS {
+        ok(&night(dir.path(), s, n, r, &exact));
+    }
+    // The first night's lines are frozen beside the IDF model, and every
+    // night drops those: the same count each night, though later nights
+    // alone would find their own.
+    let set = store.join("idf/boilerplate.parquet");
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(store.join("store.json")).unwrap()).unwrap();
+    assert!(manifest["boilerplate_set"].as_str().unwrap().starts_with("xxh3:"), "{manifest}");
+    let reader = datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&set).unwrap());
+    let batches: Vec<RecordBatch> = reader.unwrap().build().unwrap().map(|b| b.unwrap()).collect();
+    let frozen = u64s(&batches, "line_hash");
+    assert!(frozen.len() >= 2, "the header and the footer are boilerplate: {frozen:?}");
+    for n in NIGHTS {
+        assert_eq!(summary(&reports.join(n))["boilerplate_lines"].as_u64(), Some(frozen.len() as u64), "night {n}");
+    }
+    let info = neardup(&["store", "info", "--store", s]);
+    ok(&info);
+    assert!(String::from_utf8_lossy(&info.stdout).contains("boilerplate lines frozen in idf/boilerplate.parquet (xxh3:"));
+
+    // One run over all the nights' documents with the store's model and
+    // line set fingerprints every document as the nights did.
+    let (model, all_input) = (store.join("idf/model.parquet"), format!("crawl={}", all.display()));
+    let one_run = |out: &Path, boilerplate: &[&str]| {
+        let mut args = vec!["dedup", "-q", "-i", &all_input, "-o", out.to_str().unwrap(), "--idf-model", model.to_str().unwrap()];
+        args.extend_from_slice(&exact[..4]);
+        args.extend_from_slice(boilerplate);
+        ok(&neardup(&args));
+        let batches = read_dir(&out.join("fingerprints"));
+        let ids = strings(&batches, "id");
+        ids.into_iter().zip(u64s(&batches, "simhash")).map(|(i, h)| (format!("crawl/{i}"), format!("{h:?}"))).collect::<BTreeMap<_, _>>()
+    };
+    let full = dir.path().join("full");
+    let with_set = one_run(&full, &["--boilerplate-lines", "5", "--boilerplate-set", set.to_str().unwrap()]);
+    let stored: BTreeMap<String, String> = store_rows(&store).iter().map(|r| (format!("{}/{}", r["source"], r["id"]), r["simhash"].clone())).collect();
+    assert_eq!(stored, with_set);
+    let nightly: Vec<(String, String)> = NIGHTS.iter().flat_map(|n| report_pairs(&reports.join(n))).collect();
+    assert_eq!(components_of(&nightly), clusters(&full));
+    // Both record the set with their fingerprints.
+    let id = &manifest["boilerplate_set"];
+    assert_eq!(&footer(&full.join("fingerprints/part-00000.parquet"))["boilerplate_set"], id);
+    assert_eq!(&footer(&store.join(format!("runs/run={}/part-00000.parquet", NIGHTS[2])))["boilerplate_set"], id);
+    // The lines matter: with an empty set (nothing dropped), fingerprints differ.
+    let empty = dir.path().join("empty.parquet");
+    let schema = std::sync::Arc::new(datafusion::arrow::datatypes::Schema::new(vec![datafusion::arrow::datatypes::Field::new(
+        "line_hash",
+        datafusion::arrow::datatypes::DataType::UInt64,
+        false,
+    )]));
+    let mut writer = datafusion::parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&empty).unwrap(), schema.clone(), None).unwrap();
+    writer.write(&RecordBatch::new_empty(schema)).unwrap();
+    writer.close().unwrap();
+    let kept = one_run(&dir.path().join("kept"), &["--boilerplate-lines", "5", "--boilerplate-set", empty.to_str().unwrap()]);
+    let moved = kept.iter().filter(|(d, h)| with_set[*d] != **h).count();
+    assert!(moved > kept.len() / 4, "{moved} of {} fingerprints moved", kept.len());
+
+    // Another rule, or another set, is refused.
+    let o = night(dir.path(), s, "2026-11-04", r, &[&exact[..4], &["--boilerplate-lines", "6"][..]].concat());
+    assert!(!o.status.success() && stderr(&o).contains("boilerplate: store \"lines-in>=5-docs\" ≠ run \"lines-in>=6-docs\""), "{}", stderr(&o));
+    let o = night(dir.path(), s, "2026-11-04", r, &["--boilerplate-lines", "5", "--boilerplate-set", set.to_str().unwrap()]);
+    assert!(!o.status.success() && stderr(&o).contains("cannot be used with a store"), "{}", stderr(&o));
+    // A set that is not the one store.json records is a damaged store.
+    std::fs::write(&set, std::fs::read(full.join("fingerprints").read_dir().unwrap().next().unwrap().unwrap().path()).unwrap()).unwrap();
+    let o = night(dir.path(), s, "2026-11-04", r, &exact);
+    assert!(!o.status.success() && stderr(&o).contains("is not the one store.json records"), "{}", stderr(&o));
 }
 
 #[test]

@@ -132,6 +132,11 @@ pub struct FingerprintOptions {
     /// Drop lines found in at least this many documents (boilerplate)
     /// before segmentation; off when absent.
     pub boilerplate_lines: Option<u32>,
+    /// Drop the lines of this frozen set (Parquet, a `line_hash` column: a
+    /// store's `idf/boilerplate.parquet`) instead of counting them over
+    /// this run's documents; `boilerplate_lines` names the rule it was
+    /// counted under.
+    pub boilerplate_set: Option<String>,
 }
 
 impl Default for FingerprintOptions {
@@ -147,6 +152,7 @@ impl Default for FingerprintOptions {
             save_idf_model: None,
             top_k: None,
             boilerplate_lines: None,
+            boilerplate_set: None,
         }
     }
 }
@@ -466,6 +472,12 @@ impl JobSpec {
         if self.fingerprint.boilerplate_lines.is_some_and(|n| n < 2) {
             return Err(Error::input("boilerplate_lines must be at least 2: a line in one document is no boilerplate"));
         }
+        if let (Some(set), None) = (&self.fingerprint.boilerplate_set, self.fingerprint.boilerplate_lines) {
+            return Err(Error::input(format!(
+                "boilerplate_set ('{set}') needs boilerplate_lines: give the N the set was counted with \
+                 (a store's settings name it, e.g. lines-in>=10-docs)"
+            )));
+        }
         if self.fingerprint.top_k == Some(0) {
             return Err(Error::input("top_k = 0 would leave every fingerprint empty: give a positive K, or none for all terms"));
         }
@@ -481,11 +493,11 @@ impl JobSpec {
         }
         if let Some(store) = &self.store {
             check_run_id(store.run_id.as_deref().unwrap_or_default())?;
-            if self.fingerprint.boilerplate_lines.is_some() {
-                return Err(Error::input(
-                    "boilerplate_lines is counted over each run's own documents, so nights would not be comparable: \
-                     it cannot be used with a store",
-                ));
+            if let Some(set) = &self.fingerprint.boilerplate_set {
+                return Err(Error::input(format!(
+                    "boilerplate_set ('{set}') cannot be used with a store: the store freezes the line set of its \
+                     first night in idf/boilerplate.parquet, and every night uses that"
+                )));
             }
             if self.fingerprint.save_idf_model.is_some() {
                 return Err(Error::input(

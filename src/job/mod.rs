@@ -5,6 +5,7 @@ mod candidates;
 mod config;
 mod context;
 mod inputs;
+mod line_set;
 mod nightly;
 mod oneshot;
 mod pairs;

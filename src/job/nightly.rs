@@ -67,10 +67,11 @@ pub(super) struct NightStore<'a> {
 /// Stage `night`: pairs with tonight's fingerprints, representatives, the
 /// run's partition (committed here) and the night's report (staged in the
 /// run's output, committed by the caller); `idf` is what the fingerprints
-/// were weighted with. The candidates, the check and the components are
+/// were weighted with, `boilerplate` the lines segmentation dropped (a new
+/// store freezes both). The candidates, the check and the components are
 /// those of a one-shot run ([`near_pairs`]); a night differs in what it
 /// reads (`stored`, [`fetch_touched`]) and what it writes (a run).
-pub(super) async fn store_stages(run: &mut Run<'_>, night: NightStore<'_>, idf: &Idf) -> Result<Summary> {
+pub(super) async fn store_stages(run: &mut Run<'_>, night: NightStore<'_>, idf: &Idf, boilerplate: Option<&[u64]>) -> Result<Summary> {
     let (ctx, out, job) = (run.ctx, run.out, run.job);
     let progress = &mut *run.progress;
     let store = night.store;
@@ -89,7 +90,7 @@ pub(super) async fn store_stages(run: &mut Run<'_>, night: NightStore<'_>, idf: 
     let created = store.manifest.is_none();
     let model = idf.model.as_ref().map(|m| m.location.as_str());
     let idf_n_docs = idf.summary.as_ref().map_or(0, |i| i.n_docs);
-    let (run_out, meta) = stage_run(ctx, store, job, model, idf_n_docs).await?;
+    let (run_out, meta) = stage_run(ctx, store, job, (model, idf_n_docs), boilerplate).await?;
     progress.done("representatives", format!("run '{}' staged", store.run_id));
     progress.begin("store", None);
     let report = night_report(ctx, out, &meta, &store.run_id).await?;
@@ -97,7 +98,7 @@ pub(super) async fn store_stages(run: &mut Run<'_>, night: NightStore<'_>, idf: 
     // Commit: the store's model and manifest first (for its first run), then
     // the run, then (the caller) the report.
     if created {
-        store.create(ctx, model, idf_n_docs, &job.settings, &job.keep).await?;
+        store.create(ctx, (model, idf_n_docs), boilerplate, &job.settings, &job.keep).await?;
     }
     let store_summary = StoreSummary {
         url: store.url().to_string(),
@@ -176,12 +177,22 @@ async fn tonight_eligible(ctx: &SessionContext, join: &JoinOptions, out: &Output
 
 /// Tonight's partition, written and sealed beside the store's runs (not yet
 /// committed) and registered as `night`; on failure nothing is left staged.
-async fn stage_run(ctx: &SessionContext, store: &StoreRun, job: &Job, model: Option<&str>, idf_n_docs: u64) -> Result<(OutputDir, FileMetadata)> {
+async fn stage_run(
+    ctx: &SessionContext,
+    store: &StoreRun,
+    job: &Job,
+    (model, idf_n_docs): (Option<&str>, u64),
+    boilerplate: Option<&[u64]>,
+) -> Result<(OutputDir, FileMetadata)> {
     let keep_key = job.keep_key();
     let idf_model = match (&store.manifest, model) {
         (Some(m), _) => m.idf_model.clone(),
         (None, Some(model)) => content_identity(&read_object(ctx, model).await?),
         (None, None) => "none".into(),
+    };
+    let boilerplate_set = match &store.manifest {
+        Some(m) => m.boilerplate_set.clone(),
+        None => boilerplate.map(super::line_set::identity).transpose()?,
     };
     let run_out = OutputDir::prepare(ctx, &store.run_url(&store.run_id), true).await?;
     let run_path = run_out.staged("part-00000.parquet");
@@ -204,6 +215,7 @@ async fn stage_run(ctx: &SessionContext, store: &StoreRun, job: &Job, model: Opt
             shingles: Some(SKETCH_SCHEME.into()),
             vectors: job.vector_scheme(),
             min_shared: job.spec.join.min_shared(),
+            boilerplate_set: boilerplate_set.clone(),
         };
         seal(ctx, &run_path, Some(&meta)).await?;
         register_parquet(ctx, table::NIGHT, &run_path).await?;

@@ -207,6 +207,10 @@ async fn store_night(
     if store.manifest.is_some() && spec.fingerprint.weighting.needs_idf() {
         run_spec.fingerprint.idf_model = Some(store.model_url());
     }
+    // And the boilerplate lines of its first night, if it drops any.
+    if let Some(set) = store.boilerplate_url() {
+        run_spec.fingerprint.boilerplate_set = Some(set);
+    }
     let job = job.with_spec(run_spec);
     let overwrite = spec.overwrite || nightly::is_report_of(ctx, &spec.output, &store.run_id).await;
     let stages = stages(&job, RunCommand::Dedup, true);

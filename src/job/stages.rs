@@ -22,20 +22,26 @@ const SEGMENTATION_SETTINGS: &[(&str, &str)] =
     &[("datafusion.optimizer.repartition_file_scans", "false"), ("datafusion.execution.batch_size", "256")];
 
 /// Stage `boilerplate` (optional): the hashes of lines found in at least
-/// `--boilerplate-lines` documents, as the set that segmentation leaves out
-/// (none: `None`), and how many there are.
-pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<(Option<String>, u64)> {
-    let Some(n) = run.job.spec.fingerprint.boilerplate_lines else {
-        return Ok((None, 0));
+/// `--boilerplate-lines` documents, the set that segmentation leaves out
+/// (none: `None`). With `--boilerplate-set` (a store's frozen set, which
+/// every night after its first is given) the set is read, not counted.
+pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<Option<Vec<u64>>> {
+    let fp = &run.job.spec.fingerprint;
+    let Some(n) = fp.boilerplate_lines else {
+        return Ok(None);
     };
+    if let Some(url) = &fp.boilerplate_set {
+        let hashes = super::line_set::decode(crate::storage::read_object(run.ctx, url).await?, url)?;
+        run.progress.done("boilerplate", format!("{} lines of the frozen set '{url}'", hashes.len()));
+        return Ok(Some(hashes));
+    }
     let batches = collect(run.ctx, &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
     let mut hashes = Vec::new();
     for b in &batches {
         hashes.extend_from_slice(column_u64(b, 0)?.values());
     }
-    let lines = hashes.len() as u64;
-    run.progress.done("boilerplate", format!("{lines} lines in at least {n} documents"));
-    Ok((Some(crate::text::format_set(&hashes)), lines))
+    run.progress.done("boilerplate", format!("{} lines in at least {n} documents", hashes.len()));
+    Ok(Some(hashes))
 }
 
 /// Stage `segment`: every document segmented once, into the work table
@@ -95,7 +101,7 @@ pub(super) async fn corpus_df_stage(run: &mut Run<'_>, corpus_n: u64) -> Result<
         Some(model) => (load_idf_model(ctx, model, settings).await?, model.clone(), model.clone()),
         None => {
             let df_path = run.out.staged("_work/corpus_df.parquet");
-            let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None, shingles: None, vectors: None, min_shared: None };
+            let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None, shingles: None, vectors: None, min_shared: None, boilerplate_set: None };
             materialize(ctx, sql::CORPUS_DF, &[], &df_path, table::CORPUS_DF, Some(&meta)).await?;
             if let Some(save) = &fp.save_idf_model {
                 copy_file(ctx, &df_path, save).await?;
@@ -113,8 +119,9 @@ pub(super) async fn corpus_df_stage(run: &mut Run<'_>, corpus_n: u64) -> Result<
 }
 
 /// Stage `fingerprints`: weights, SimHash fingerprints and MinHash keys,
-/// into `fingerprints/`; returns the metadata its files carry.
-pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u64) -> Result<FileMetadata> {
+/// into `fingerprints/`; returns the metadata its files carry (with the
+/// identity of `boilerplate`, the lines segmentation dropped).
+pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u64, boilerplate: Option<&[u64]>) -> Result<FileMetadata> {
     let fp = &run.job.spec.fingerprint;
     run.progress.begin("fingerprints", Some(corpus_n));
     let model = idf.model.as_ref();
@@ -128,6 +135,7 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
         shingles: Some(crate::text::shingles::SKETCH_SCHEME.into()),
         vectors: run.job.vector_scheme(),
         min_shared: run.job.spec.join.min_shared(),
+        boilerplate_set: boilerplate.map(super::line_set::identity).transpose()?,
     };
     let params = [
         ("model", Param::TextOrNull(model.map(|m| m.files.0.as_str()))),

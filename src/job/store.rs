@@ -62,6 +62,10 @@ pub struct Manifest {
     /// The duplication policy every night applies (`--min-shared`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_shared: Option<crate::sets::MinShared>,
+    /// `xxh3:<digest>` of the frozen boilerplate line set
+    /// (`idf/boilerplate.parquet`; none: the store drops no lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boilerplate_set: Option<String>,
     /// The run that created the store.
     pub created_by_run: String,
     pub neardup_version: String,
@@ -401,6 +405,9 @@ impl std::fmt::Display for StoreInfo {
         let settings = serde_json::to_string(&m.settings).unwrap_or_default();
         writeln!(f, "settings   {settings}")?;
         writeln!(f, "idf model  {} (N = {})", m.idf_model, m.idf_n_docs)?;
+        if let Some(set) = &m.boilerplate_set {
+            writeln!(f, "boilerplate lines frozen in idf/boilerplate.parquet ({set})")?;
+        }
         let minhash = m.minhash.map_or("none".to_string(), |p| p.to_string());
         writeln!(f, "keep       {}; MinHash keys {minhash}", m.keep)?;
         let (shingles, vectors) = (m.shingles.as_deref().unwrap_or("none"), m.vectors.as_deref().unwrap_or("none"));

@@ -72,6 +72,9 @@ fn differences(a: &FingerprintSettings, b: &FingerprintSettings) -> String {
         .join(", ")
 }
 
+/// Where a store keeps the boilerplate line set of its first night.
+const BOILERPLATE_SET: &str = "idf/boilerplate.parquet";
+
 impl StoreRun {
     /// Open the store at `options.url` for a run of `job`; refuses a store
     /// made with other settings. `idf_model` is the model the run was given,
@@ -200,6 +203,17 @@ impl StoreRun {
                 self.url, m.keep, m.keep
             )));
         }
+        if let Some(id) = &m.boilerplate_set {
+            let url = format!("{}/{BOILERPLATE_SET}", self.url);
+            let found = content_identity(&read_object(ctx, &url).await?);
+            if found != *id {
+                return Err(Error::input(format!(
+                    "store '{}': its boilerplate line set '{url}' ({found}) is not the one store.json records ({id}): \
+                     the store is damaged; restore the file from a backup, or start a new store",
+                    self.url
+                )));
+            }
+        }
         let Some(model) = idf_model else { return Ok(()) };
         let given = content_identity(&read_object(ctx, model).await?);
         if given != m.idf_model {
@@ -238,6 +252,12 @@ impl StoreRun {
 
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The store's frozen boilerplate line set, if it keeps one.
+    pub fn boilerplate_url(&self) -> Option<String> {
+        self.manifest.as_ref()?.boilerplate_set.as_ref()?;
+        Some(format!("{}/{BOILERPLATE_SET}", self.url))
     }
 
     /// The store's frozen IDF model.
@@ -364,7 +384,14 @@ impl StoreRun {
     /// Freeze the IDF model at `model` (a work file, or the model the run
     /// was given) into the store and write `store.json`: before the first
     /// run is committed, so that no run exists without them.
-    pub(super) async fn create(&mut self, ctx: &SessionContext, model: Option<&str>, n_docs: u64, settings: &FingerprintSettings, keep: &KeepRule) -> Result<()> {
+    pub(super) async fn create(
+        &mut self,
+        ctx: &SessionContext,
+        (model, n_docs): (Option<&str>, u64),
+        boilerplate: Option<&[u64]>,
+        settings: &FingerprintSettings,
+        keep: &KeepRule,
+    ) -> Result<()> {
         let idf_model = match model {
             Some(model) => {
                 let bytes = read_object(ctx, model).await?;
@@ -373,6 +400,15 @@ impl StoreRun {
                 id
             }
             None => "none".into(),
+        };
+        let boilerplate_set = match boilerplate {
+            Some(hashes) => {
+                let bytes = super::line_set::encode(hashes)?;
+                let id = content_identity(&bytes);
+                self.put(BOILERPLATE_SET, bytes).await?;
+                Some(id)
+            }
+            None => None,
         };
         let manifest = Manifest {
             format: STORE_FORMAT,
@@ -384,6 +420,7 @@ impl StoreRun {
             shingles: Some(SKETCH_SCHEME.into()),
             vectors: self.vectors.then(|| VECTOR_SCHEME.into()),
             min_shared: self.min_shared,
+            boilerplate_set,
             created_by_run: self.run_id.clone(),
             neardup_version: env!("CARGO_PKG_VERSION").into(),
         };

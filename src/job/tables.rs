@@ -48,6 +48,11 @@ pub struct FileMetadata {
     /// The run's duplication policy (`--min-shared`), when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_shared: Option<crate::sets::MinShared>,
+    /// The boilerplate lines dropped before segmentation, when the settings
+    /// drop any: `xxh3:<digest>` of their line-set file (a store's
+    /// `idf/boilerplate.parquet`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boilerplate_set: Option<String>,
 }
 
 impl FileMetadata {

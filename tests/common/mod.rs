@@ -54,6 +54,14 @@ pub fn ok(o: &Output) -> String {
     stdout(o)
 }
 
+/// What neardup's footer (the `neardup` key) of the Parquet file `file` holds.
+pub fn footer(file: &Path) -> serde_json::Value {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(file).unwrap()).unwrap();
+    let kv = reader.metadata().file_metadata().key_value_metadata().cloned().unwrap_or_default();
+    let neardup = kv.iter().find(|kv| kv.key == "neardup").and_then(|kv| kv.value.clone()).unwrap_or_else(|| panic!("{} has no neardup footer", file.display()));
+    serde_json::from_str(&neardup).unwrap()
+}
+
 /// All rows of every Parquet file under `dir`.
 pub fn read_dir(dir: &Path) -> Vec<RecordBatch> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
