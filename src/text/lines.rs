@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use super::normalize_into;
+use super::normalize_at_most;
 use crate::fingerprint::hash64;
 
 /// Longest line, in characters after normalisation, that can count as
@@ -16,9 +16,11 @@ use crate::fingerprint::hash64;
 /// line is a paragraph, and a paragraph many sites reprint is content.
 pub const MAX_BOILERPLATE_CHARS: usize = 80;
 
-/// Whether a normalised line may be boilerplate: non-empty and short.
-fn eligible(line: &str) -> bool {
-    !line.is_empty() && line.chars().nth(MAX_BOILERPLATE_CHARS).is_none()
+/// The normal form of `line` in `buf` if it may be boilerplate (non-empty
+/// and short): the hash of its normalised bytes.
+fn eligible(line: &str, buf: &mut String) -> Option<u64> {
+    let short = normalize_at_most(line, buf, MAX_BOILERPLATE_CHARS);
+    (short && !buf.is_empty()).then(|| hash64(buf.as_bytes()))
 }
 
 /// The lines of a text: split at `\n` and `\r`.
@@ -30,12 +32,7 @@ fn raw_lines(text: &str) -> impl Iterator<Item = &str> {
 /// boilerplate (non-empty, at most [`MAX_BOILERPLATE_CHARS`] characters).
 pub fn line_hashes(text: &str, buf: &mut String) -> Vec<u64> {
     let mut out = Vec::new();
-    for line in raw_lines(text) {
-        normalize_into(line, buf);
-        if eligible(buf) {
-            out.push(hash64(buf.as_bytes()));
-        }
-    }
+    out.extend(raw_lines(text).filter_map(|line| eligible(line, buf)));
     out.sort_unstable();
     out.dedup();
     out
@@ -50,11 +47,11 @@ pub fn strip_lines(text: &str, boilerplate: &HashSet<u64>, buf: &mut String, out
     out.clear();
     let mut dropped = false;
     for line in raw_lines(text) {
-        normalize_into(line, buf);
-        if buf.is_empty() {
+        let hash = eligible(line, buf);
+        if hash.is_none() && buf.is_empty() {
             continue;
         }
-        if eligible(buf) && boilerplate.contains(&hash64(buf.as_bytes())) {
+        if hash.is_some_and(|h| boilerplate.contains(&h)) {
             dropped = true;
         } else {
             if !out.is_empty() {

@@ -24,15 +24,27 @@ use super::is_han;
 /// normaliser; only the rest (full-width punctuation, a letter with a
 /// combining accent …) goes through it.
 pub fn normalize_into(text: &str, out: &mut String) {
+    normalize_at_most(text, out, usize::MAX);
+}
+
+/// Normalise `text` into `out` as [`normalize_into`] does, if its normal
+/// form has at most `max_chars` characters; otherwise stop as soon as it
+/// has more (normalisation only appends, so a longer prefix cannot shrink)
+/// and return false, with a prefix in `out`. Boilerplate lines are short,
+/// and this spares the long lines (paragraphs) most of the work.
+pub fn normalize_at_most(text: &str, out: &mut String, max_chars: usize) -> bool {
     out.clear();
-    out.reserve(text.len());
-    let mut writer = Writer { out, pending_space: false };
+    out.reserve(text.len().min(max_chars.saturating_mul(4)));
+    let mut writer = Writer { out, pending_space: false, chars: 0 };
     let (mut start, mut chars, mut stable_first) = (0, 0, false);
     for (i, c) in text.char_indices() {
         let stable = is_stable(c);
         if stable && chars > 0 {
             writer.piece(&text[start..i], chars == 1 && stable_first);
             (start, chars) = (i, 0);
+            if writer.chars > max_chars {
+                return false;
+            }
         }
         if chars == 0 {
             stable_first = stable;
@@ -42,6 +54,7 @@ pub fn normalize_into(text: &str, out: &mut String) {
     if chars > 0 {
         writer.piece(&text[start..], chars == 1 && stable_first);
     }
+    writer.chars <= max_chars
 }
 
 /// Code points that are their own NFKC form and never compose with what
@@ -53,6 +66,8 @@ fn is_stable(c: char) -> bool {
 struct Writer<'a> {
     out: &'a mut String,
     pending_space: bool,
+    /// Characters written so far.
+    chars: usize,
 }
 
 impl Writer<'_> {
@@ -75,16 +90,21 @@ impl Writer<'_> {
             let between_han = is_han(c) && self.out.chars().next_back().is_some_and(is_han);
             if !between_han {
                 self.out.push(' ');
+                self.chars += 1;
             }
             self.pending_space = false;
         }
+        self.chars += 1;
         if c.is_ascii() {
             self.out.push(c.to_ascii_lowercase());
         } else if matches!(c as u32, 0x3000..=0x9FFF) {
             // CJK punctuation, kana and Han: no case (and a quick test).
             self.out.push(c);
         } else if c.is_uppercase() {
-            self.out.extend(c.to_lowercase());
+            let lower = c.to_lowercase();
+            // Counted once above; a few letters lower-case to two.
+            self.chars += lower.len() - 1;
+            self.out.extend(lower);
         } else {
             self.out.push(c);
         }
@@ -101,6 +121,25 @@ pub fn normalize(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bounded_normalisation_agrees_with_the_whole_one() {
+        let texts = ["", "  ", "首页 > 新闻", "ＡＢＣ １２３", "e\u{301} İstanbul ﬁ ㈱", "한국어 텍스트", "x y  z\t"];
+        for text in texts.iter().flat_map(|t| [t.to_string(), t.repeat(9), t.repeat(40)]) {
+            let whole = normalize(&text);
+            let n = whole.chars().count();
+            for max in [0, 1, 5, n.saturating_sub(1), n, n + 1, 80] {
+                let mut out = String::new();
+                let short = normalize_at_most(&text, &mut out, max);
+                assert_eq!(short, n <= max, "{text:?} at most {max}");
+                if short {
+                    assert_eq!(out, whole);
+                } else {
+                    assert!(whole.starts_with(&out) && out.chars().count() > max, "{text:?}: {out:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn full_width_becomes_half_width() {
@@ -126,7 +165,7 @@ mod tests {
     /// The normaliser as first written: NFKC over the whole text, then the
     /// same per-character rules.
     fn reference(text: &str) -> String {
-        let mut writer = Writer { out: &mut String::new(), pending_space: false };
+        let mut writer = Writer { out: &mut String::new(), pending_space: false, chars: 0 };
         text.nfkc().for_each(|c| writer.push(c));
         writer.out.clone()
     }
