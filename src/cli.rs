@@ -410,7 +410,8 @@ pub struct FingerprintArgs {
     /// Only the K heaviest terms of each document vote in its SimHash [default: all terms].
     #[arg(long, value_name = "K", help_heading = "Fingerprints")]
     pub top_k: Option<u32>,
-    /// Drop lines that occur in at least N documents (site boilerplate) before segmentation [default: off].
+    /// Drop short lines that occur in at least N documents (site boilerplate) before segmentation;
+    /// 0 turns it off [default: 10; a store's own rule].
     #[arg(long, value_name = "N", help_heading = "Fingerprints")]
     pub boilerplate_lines: Option<u32>,
     /// Drop the lines of this frozen set (a store's idf/boilerplate.parquet) instead of counting

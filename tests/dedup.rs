@@ -54,7 +54,8 @@ fn a_dry_run_plans_the_steps_the_run_takes() {
     // The plan says which statements each stage runs.
     let plan = ok(&dedup(&dir.path().join("plan"), &["--dry-run", "--json"]));
     let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
-    assert_eq!(plan["plan"]["stages"][0], "segment (20_terms.sql, 30_corpus_size.sql)");
+    assert_eq!(plan["plan"]["stages"][0], "boilerplate (15_boilerplate_lines.sql)");
+    assert_eq!(plan["plan"]["stages"][1], "segment (20_terms.sql, 30_corpus_size.sql)");
 }
 
 #[test]
@@ -363,6 +364,16 @@ fn candidates_checks_and_boilerplate_lines() {
     }
     let reprints: usize = clusters.iter().map(|c| c.iter().filter(|d| d.starts_with("wrapped/")).count()).sum();
     assert_eq!(reprints, 40, "every reprint is found");
+    // By default lines in 10 documents are boilerplate: the template's too;
+    // 0 turns it off.
+    let (default, off) = (dir.path().join("default"), dir.path().join("off"));
+    ok(&neardup(&["dedup", "-q", "-i", &news, "-i", &wrapped, "-o", default.to_str().unwrap()]));
+    let s = summary(&default);
+    assert_eq!((s["boilerplate_lines"].as_u64(), s["settings"]["boilerplate"].as_str()), (Some(2), Some("lines-in>=10-docs")));
+    assert_eq!(self::clusters(&default), clusters);
+    ok(&neardup(&["dedup", "-q", "-i", &news, "-i", &wrapped, "-o", off.to_str().unwrap(), "--boilerplate-lines", "0"]));
+    let s = summary(&off);
+    assert_eq!((s["boilerplate_lines"].as_u64(), s["settings"]["boilerplate"].as_str(), s["timings_ms"]["boilerplate"].is_null()), (Some(0), Some("none"), true));
 
     let minhash = dir.path().join("minhash");
     ok(&dedup(&minhash, &["--candidates", "minhash"]));
@@ -376,7 +387,7 @@ fn candidates_checks_and_boilerplate_lines() {
     exits_with(&dedup(&bad, &["--candidates", "minhash", "--verify", "none"]), 2, &["must be checked", "--verify"]);
     exits_with(&dedup(&bad, &["--verify", "euclid:0.5"]), 2, &["unknown verification measure 'euclid'"]);
     exits_with(&dedup(&bad, &["--boilerplate-lines", "1"]), 2, &["at least 2"]);
-    exits_with(&dedup(&bad, &["--boilerplate-set", "lines.parquet"]), 2, &["needs boilerplate_lines"]);
+    exits_with(&dedup(&bad, &["--boilerplate-lines", "0", "--boilerplate-set", "lines.parquet"]), 2, &["they are off"]);
     let not_a_set = sample("news.parquet");
     exits_with(&dedup(&bad, &["--boilerplate-lines", "5", "--boilerplate-set", &not_a_set]), 2, &["news.parquet' has no column 'line_hash'"]);
     assert!(!bad.exists());

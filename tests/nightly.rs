@@ -234,6 +234,19 @@ fn nights_drop_the_boilerplate_lines_their_store_froze() {
     let moved = kept.iter().filter(|(d, h)| with_set[*d] != **h).count();
     assert!(moved > kept.len() / 4, "{moved} of {} fingerprints moved", kept.len());
 
+    // A night that names no rule applies the store's: the frozen set again.
+    ok(&night(dir.path(), s, NIGHTS[2], r, &exact[..4]));
+    assert_eq!(summary(&reports.join(NIGHTS[2]))["boilerplate_lines"].as_u64(), Some(frozen.len() as u64));
+    // So does a night on a store that drops no lines (made with 0, or before
+    // lines were dropped by default).
+    let (plain, plain_reports) = (dir.path().join("plain"), dir.path().join("plain-reports"));
+    let (p, pr) = (plain.to_str().unwrap(), plain_reports.to_str().unwrap());
+    ok(&night(dir.path(), p, NIGHTS[0], pr, &[&exact[..4], &["--boilerplate-lines", "0"][..]].concat()));
+    ok(&night(dir.path(), p, NIGHTS[1], pr, &exact[..4]));
+    let s2 = summary(&plain_reports.join(NIGHTS[1]));
+    assert_eq!((s2["boilerplate_lines"].as_u64(), s2["settings"]["boilerplate"].as_str()), (Some(0), Some("none")));
+    assert!(!plain.join("idf/boilerplate.parquet").exists());
+
     // Another rule, or another set, is refused.
     let o = night(dir.path(), s, "2026-11-04", r, &[&exact[..4], &["--boilerplate-lines", "6"][..]].concat());
     assert!(!o.status.success() && stderr(&o).contains("boilerplate: store \"lines-in>=5-docs\" ≠ run \"lines-in>=6-docs\""), "{}", stderr(&o));

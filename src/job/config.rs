@@ -35,6 +35,9 @@ pub mod defaults {
     /// text found in the other (chosen in docs/quality.md).
     pub const MIN_SHARED: MinShared = MinShared::SEVENTY_PERCENT;
     pub const KEEP: &str = "smallest-id";
+    /// Lines found in this many documents are boilerplate (docs/quality.md,
+    /// "Boilerplate lines by default").
+    pub const BOILERPLATE_LINES: u32 = 10;
 }
 
 fn default_id() -> String {
@@ -130,7 +133,8 @@ pub struct FingerprintOptions {
     /// (all terms when absent).
     pub top_k: Option<u32>,
     /// Drop lines found in at least this many documents (boilerplate)
-    /// before segmentation; off when absent.
+    /// before segmentation: [`defaults::BOILERPLATE_LINES`] when absent
+    /// (a store's own rule, for a night), off at 0.
     pub boilerplate_lines: Option<u32>,
     /// Drop the lines of this frozen set (Parquet, a `line_hash` column: a
     /// store's `idf/boilerplate.parquet`) instead of counting them over
@@ -158,6 +162,14 @@ impl Default for FingerprintOptions {
 }
 
 impl FingerprintOptions {
+    /// The documents a line must be found in to be boilerplate; none: off.
+    pub fn boilerplate_min_docs(&self) -> Option<u32> {
+        match self.boilerplate_lines.unwrap_or(defaults::BOILERPLATE_LINES) {
+            0 => None,
+            n => Some(n),
+        }
+    }
+
     pub fn mode(&self) -> Result<Mode> {
         self.tokenizer.parse().map_err(Error::input)
     }
@@ -469,13 +481,13 @@ impl JobSpec {
     pub fn validate(&self) -> Result<Checked> {
         crate::storage::check_input_names(&self.inputs)?;
         let tokenizer = self.fingerprint.mode()?;
-        if self.fingerprint.boilerplate_lines.is_some_and(|n| n < 2) {
-            return Err(Error::input("boilerplate_lines must be at least 2: a line in one document is no boilerplate"));
+        if self.fingerprint.boilerplate_lines == Some(1) {
+            return Err(Error::input("boilerplate_lines must be at least 2 (or 0: off): a line in one document is no boilerplate"));
         }
-        if let (Some(set), None) = (&self.fingerprint.boilerplate_set, self.fingerprint.boilerplate_lines) {
+        if let (Some(set), None) = (&self.fingerprint.boilerplate_set, self.fingerprint.boilerplate_min_docs()) {
             return Err(Error::input(format!(
-                "boilerplate_set ('{set}') needs boilerplate_lines: give the N the set was counted with \
-                 (a store's settings name it, e.g. lines-in>=10-docs)"
+                "boilerplate_set ('{set}') needs boilerplate lines: they are off (boilerplate_lines = 0); give the N \
+                 the set was counted with (a store's settings name it, e.g. lines-in>=10-docs)"
             )));
         }
         if self.fingerprint.top_k == Some(0) {

@@ -35,6 +35,15 @@ impl Job {
         job
     }
 
+    /// The job dropping the boilerplate lines of `min_docs` documents (0:
+    /// none), as its store does.
+    pub fn with_boilerplate_lines(&self, min_docs: u32) -> Job {
+        let mut job = self.clone();
+        job.spec.fingerprint.boilerplate_lines = Some(min_docs);
+        job.settings.boilerplate = super::summary::boilerplate_rule(job.spec.fingerprint.boilerplate_min_docs());
+        job
+    }
+
     /// The job keeping SimHash vectors or not (as its store does).
     pub fn with_vectors(&self, vectors: bool) -> Job {
         Job { vectors, ..self.clone() }

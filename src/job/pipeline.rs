@@ -93,7 +93,7 @@ impl Stage {
 pub(super) fn stages(job: &Job, command: RunCommand, store: bool) -> Vec<Stage> {
     let fp = &job.spec.fingerprint;
     let mut stages = Vec::new();
-    if fp.boilerplate_lines.is_some() {
+    if fp.boilerplate_min_docs().is_some() {
         stages.push(Stage::Boilerplate);
     }
     stages.push(Stage::Segment);
@@ -179,7 +179,8 @@ mod tests {
     #[test]
     fn a_run_takes_the_stages_its_settings_ask_for() {
         use Stage::*;
-        let default = job(|_| {});
+        assert_eq!(stages(&job(|_| {}), RunCommand::Dedup, false), [Boilerplate, Segment, CorpusDf, Fingerprints, Pairs, Report]);
+        let default = job(|s| s.fingerprint.boilerplate_lines = Some(0));
         assert_eq!(stages(&default, RunCommand::Dedup, false), [Segment, CorpusDf, Fingerprints, Pairs, Report]);
         assert_eq!(stages(&default, RunCommand::Fingerprint, false), [Segment, CorpusDf, Fingerprints]);
         assert_eq!(stages(&default, RunCommand::Dedup, true), [Segment, CorpusDf, Fingerprints, Night, Report]);
@@ -189,10 +190,14 @@ mod tests {
         });
         assert_eq!(stages(&all, RunCommand::Dedup, false), [Boilerplate, Segment, CorpusDf, Fingerprints, Pairs, Survivors, Report]);
         // No IDF, none saved: no corpus aggregate.
-        let tf = job(|s| s.fingerprint.weighting = Weighting::Tf);
+        let tf = job(|s| {
+            s.fingerprint.weighting = Weighting::Tf;
+            s.fingerprint.boilerplate_lines = Some(0);
+        });
         assert_eq!(stages(&tf, RunCommand::Dedup, false), [Segment, Fingerprints, Pairs, Report]);
         let saved = job(|s| {
             s.fingerprint.weighting = Weighting::Tf;
+            s.fingerprint.boilerplate_lines = Some(0);
             s.fingerprint.save_idf_model = Some("df.parquet".into());
         });
         assert_eq!(stages(&saved, RunCommand::Fingerprint, false), [Segment, CorpusDf, Fingerprints]);

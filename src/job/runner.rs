@@ -181,7 +181,7 @@ async fn store_night(
     let spec = &job.spec;
     let mut store = StoreRun::open(ctx, store_options, job, spec.fingerprint.idf_model.as_deref()).await?;
     // From here on the night applies the store's policy, or the one it records.
-    let job = &job.with_min_shared(store.min_shared()).with_vectors(store.vectors());
+    let job = &job.with_min_shared(store.min_shared()).with_vectors(store.vectors()).with_boilerplate_lines(store.boilerplate_lines());
     let spec = &job.spec;
     let checked = check_inputs(ctx, spec, &job.keep, damaged).await?;
     log_skipped(options, &checked.skipped);

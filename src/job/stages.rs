@@ -27,7 +27,7 @@ const SEGMENTATION_SETTINGS: &[(&str, &str)] =
 /// every night after its first is given) the set is read, not counted.
 pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<Option<Vec<u64>>> {
     let fp = &run.job.spec.fingerprint;
-    let Some(n) = fp.boilerplate_lines else {
+    let Some(n) = fp.boilerplate_min_docs() else {
         return Ok(None);
     };
     if let Some(url) = &fp.boilerplate_set {
@@ -202,8 +202,14 @@ async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &Fingerprin
     let n = stored.idf_n_docs.ok_or_else(|| Error::input(format!("'{file}' is not an IDF model (no document count)")))?;
     let stored = stored.settings;
     if stored != settings.for_idf_model() {
+        // Models saved before boilerplate lines were dropped by default say
+        // none: name the option that reproduces them.
+        let hint = match super::summary::boilerplate_min_docs(&stored.boilerplate) {
+            Some(n) if stored.boilerplate != settings.boilerplate => format!(", or run with --boilerplate-lines {n} as it was built"),
+            _ => String::new(),
+        };
         return Err(Error::input(format!(
-            "IDF model '{file}' was built with other settings ({}) than this run ({}): rebuild it with these settings",
+            "IDF model '{file}' was built with other settings ({}) than this run ({}): rebuild it with these settings{hint}",
             serde_json::to_string(&stored).unwrap_or_default(),
             serde_json::to_string(&settings.for_idf_model()).unwrap_or_default()
         )));

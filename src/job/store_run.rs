@@ -43,6 +43,8 @@ pub struct StoreRun {
     /// by a night that checked by cosine does, and so does every later
     /// night of it, whatever its check.
     vectors: bool,
+    /// The documents a line is found in to be boilerplate (0: off).
+    boilerplate_lines: u32,
     store: Arc<dyn ObjectStore>,
     root: ObjectPath,
 }
@@ -80,12 +82,26 @@ impl StoreRun {
     /// made with other settings. `idf_model` is the model the run was given,
     /// if any: a new store freezes it, an existing one must hold the same.
     pub async fn open(ctx: &SessionContext, options: &StoreOptions, job: &Job, idf_model: Option<&str>) -> Result<StoreRun> {
-        let (settings, keep, minhash) = (&job.settings, &job.keep, job.minhash());
         let url = options.url.trim_end_matches('/').to_string();
         let run_id = options.run_id.clone().unwrap_or_default();
         super::config::check_run_id(&run_id)?;
         let (store, root) = locate(ctx, &url)?;
         let manifest = read_manifest(store.as_ref(), &root, &url).await?;
+        // A night that names no boilerplate rule applies the store's (that
+        // of a store made before lines were dropped by default is none).
+        let adopted;
+        let job = match (&manifest, job.spec.fingerprint.boilerplate_lines) {
+            (Some(m), None) => {
+                let n = super::summary::boilerplate_min_docs(&m.settings.boilerplate).ok_or_else(|| {
+                    Error::input(format!("store '{url}' drops boilerplate by an unknown rule '{}': run it with the neardup that made it", m.settings.boilerplate))
+                })?;
+                adopted = job.with_boilerplate_lines(n);
+                &adopted
+            }
+            _ => job,
+        };
+        let boilerplate_lines = job.spec.fingerprint.boilerplate_min_docs().unwrap_or(0);
+        let (settings, keep, minhash) = (&job.settings, &job.keep, job.minhash());
         // A night that names no policy applies the store's (that of a store
         // made before policies existed is none); one that names another is
         // refused below.
@@ -98,7 +114,8 @@ impl StoreRun {
             Some(m) => m.vectors.is_some(),
             None => job.vectors,
         };
-        let mut run = StoreRun { url, run_id, manifest, earlier: Vec::new(), segments: Vec::new(), minhash, min_shared, vectors, store, root };
+        let mut run =
+            StoreRun { url, run_id, manifest, earlier: Vec::new(), segments: Vec::new(), minhash, min_shared, vectors, boilerplate_lines, store, root };
         if let Some(m) = &run.manifest {
             run.check_manifest(ctx, m, settings, keep, idf_model).await?;
             // Without a check there is no policy to apply, nor to compare.
@@ -159,6 +176,12 @@ impl StoreRun {
     /// store's do.
     pub fn vectors(&self) -> bool {
         self.vectors
+    }
+
+    /// The documents a line is found in to be boilerplate tonight (0: off):
+    /// the store's rule, or the one a new store records.
+    pub fn boilerplate_lines(&self) -> u32 {
+        self.boilerplate_lines
     }
 
     /// This night's duplication policy: the store's, or the one a new store

@@ -32,6 +32,19 @@ pub struct FingerprintSettings {
     pub boilerplate: String,
 }
 
+/// The boilerplate setting of lines found in `min_docs` documents (none: off).
+pub fn boilerplate_rule(min_docs: Option<u32>) -> String {
+    min_docs.map_or_else(no_boilerplate, |n| format!("lines-in>={n}-docs"))
+}
+
+/// The documents of a boilerplate setting ([`boilerplate_rule`]): 0 for off.
+pub fn boilerplate_min_docs(rule: &str) -> Option<u32> {
+    match rule {
+        "none" => Some(0),
+        _ => rule.strip_prefix("lines-in>=")?.strip_suffix("-docs")?.parse().ok(),
+    }
+}
+
 fn no_boilerplate() -> String {
     "none".into()
 }
@@ -85,7 +98,7 @@ impl FingerprintSettings {
                 some => file_identity(some),
             },
             top_k: options.top_k.map_or_else(all_terms, |k| k.to_string()),
-            boilerplate: options.boilerplate_lines.map_or_else(no_boilerplate, |n| format!("lines-in>={n}-docs")),
+            boilerplate: boilerplate_rule(options.boilerplate_min_docs()),
         }
     }
 
@@ -306,4 +319,18 @@ pub struct PlanInput {
     pub files: u64,
     pub bytes: u64,
     pub rows: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_boilerplate_rule_reads_back() {
+        for n in [None, Some(2), Some(10)] {
+            assert_eq!(boilerplate_min_docs(&boilerplate_rule(n)), Some(n.unwrap_or(0)));
+        }
+        assert_eq!(boilerplate_min_docs("lines-in>=x-docs"), None);
+        assert_eq!(boilerplate_min_docs("paragraphs"), None);
+    }
 }

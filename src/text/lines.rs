@@ -45,6 +45,12 @@ pub fn line_hashes(text: &str, buf: &mut String) -> Vec<u64> {
 /// was dropped.
 pub fn strip_lines(text: &str, boilerplate: &HashSet<u64>, buf: &mut String, out: &mut String) -> bool {
     out.clear();
+    // One line is kept whatever it is (boilerplate alone, it is the whole
+    // document): most short posts need no look at all.
+    if !text.contains(['\n', '\r']) {
+        out.push_str(text);
+        return false;
+    }
     let mut dropped = false;
     for line in raw_lines(text) {
         let hash = eligible(line, buf);
@@ -110,6 +116,9 @@ mod tests {
         assert_eq!(out, "首页 > 新闻\n版权所有");
         assert!(!strip_lines("正文。", &set, &mut buf, &mut out));
         assert_eq!(out, "正文。");
+        // A document of one boilerplate line is that line.
+        assert!(!strip_lines("首页 > 新闻", &set, &mut buf, &mut out));
+        assert_eq!(out, "首页 > 新闻");
     }
 
     #[test]
