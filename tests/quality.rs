@@ -38,10 +38,11 @@ fn quick_benchmark_is_deterministic_and_quality_stays_above_its_floor() {
     // Jaccard >= 0.5, improved weighting, precise tokenizer), 2026-11-22:
     // pairs P / R 1.0 / 1.0 (long_zh), 1.0 / 0.93 (news_zh), 0.86 / 0.84 (short_zh), 1.0 / 1.0 (en);
     // with the duplication policy (70 % of the shorter text shared), 2026-11-25: the same,
-    // but short_zh 0.90 / 0.85.
+    // but short_zh 0.90 / 0.85; with boilerplate lines dropped by default, 2026-11-26:
+    // short_zh 0.94 / 0.87, the others the same.
     // And SimHash alone at k = 6 (paper 000's claim: improved beats TF):
     // recall 0.88 vs 0.79 (long_zh), 0.87 vs 0.82 (en), precision 1.0.
-    for (slice, precision_floor, recall_floor) in [("long_zh", 0.99, 0.99), ("news_zh", 0.99, 0.88), ("short_zh", 0.88, 0.80), ("en", 0.99, 0.99)] {
+    for (slice, precision_floor, recall_floor) in [("long_zh", 0.99, 0.99), ("news_zh", 0.99, 0.88), ("short_zh", 0.93, 0.85), ("en", 0.99, 0.99)] {
         for file in ["documents.parquet", "truth.parquet"] {
             let (a, b) = (first.join(slice).join(file), second.join(slice).join(file));
             assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(), "{slice}/{file} differs between two runs");
