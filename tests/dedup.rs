@@ -239,6 +239,10 @@ fn saved_idf_model_reproduces_the_fingerprints() {
     exits_with(&err, 2, &["other settings", "full"]);
     let err = dedup(&dir.path().join("fifth"), &["--idf-model", &sample("news.parquet")]);
     exits_with(&err, 2, &["not a neardup IDF model"]);
+    // So is one made with another boilerplate rule (before lines were
+    // dropped by default: none), naming the option that matches it.
+    let err = dedup(&dir.path().join("fourth"), &["--idf-model", model_s, "--boilerplate-lines", "0"]);
+    exits_with(&err, 2, &["other settings", "run with --boilerplate-lines 10 as it was built"]);
 
     // A weighting without idf still saves the corpus model when asked to.
     let tf_model = dir.path().join("tf-idf.parquet");
