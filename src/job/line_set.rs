@@ -20,6 +20,35 @@ use crate::error::{Error, Result};
 /// The column a line set's file holds.
 const COLUMN: &str = "line_hash";
 
+/// A run's boilerplate lines, with the bytes of their file and its
+/// identity, made once: segmentation reads the hashes, the footers record
+/// the identity, and a new store writes the bytes.
+pub struct LineSet {
+    pub hashes: Vec<u64>,
+    /// The file's bytes: as read, or [`encode`]d from counted hashes.
+    pub bytes: Bytes,
+    /// `xxh3:<digest>` of `bytes`, as a store's manifest and the footers
+    /// record it.
+    pub identity: String,
+}
+
+impl LineSet {
+    /// The set of lines a run counted.
+    pub fn counted(hashes: Vec<u64>) -> Result<LineSet> {
+        let bytes = Bytes::from(encode(&hashes)?);
+        Ok(LineSet::of(hashes, bytes))
+    }
+
+    /// The set in the file `bytes` read from `url` (see [`decode`]).
+    pub fn read(bytes: Bytes, url: &str) -> Result<LineSet> {
+        Ok(LineSet::of(decode(bytes.clone(), url)?, bytes))
+    }
+
+    fn of(hashes: Vec<u64>, bytes: Bytes) -> LineSet {
+        LineSet { identity: super::summary::content_identity(&bytes), hashes, bytes }
+    }
+}
+
 /// The bytes of a line-set file holding `hashes` (sorted, without repeats).
 pub fn encode(hashes: &[u64]) -> Result<Vec<u8>> {
     let mut sorted = hashes.to_vec();
@@ -32,12 +61,6 @@ pub fn encode(hashes: &[u64]) -> Result<Vec<u8>> {
     writer.write(&batch)?;
     writer.close()?;
     Ok(bytes)
-}
-
-/// The identity of the set `hashes`: `xxh3:<digest>` of its file's bytes,
-/// as a store's manifest and the fingerprints' footers record it.
-pub fn identity(hashes: &[u64]) -> Result<String> {
-    Ok(super::summary::content_identity(&encode(hashes)?))
 }
 
 /// The hashes of the line-set file `bytes`, read from `url` (named in the
@@ -66,8 +89,11 @@ mod tests {
     fn a_set_reads_back_sorted_and_without_repeats() {
         let bytes = encode(&[9, 3, 9, 1]).unwrap();
         assert_eq!(decode(Bytes::from(bytes.clone()), "set.parquet").unwrap(), [1, 3, 9]);
-        // The same set gives the same bytes: its identity is recorded.
+        // The same set gives the same bytes: its identity is recorded, and
+        // reading the file back gives the identity counting gave.
         assert_eq!(encode(&[1, 3, 9]).unwrap(), bytes);
+        let counted = LineSet::counted(vec![1, 3, 9]).unwrap();
+        assert_eq!(LineSet::read(counted.bytes.clone(), "set.parquet").unwrap().identity, counted.identity);
     }
 
     #[test]

@@ -27,6 +27,7 @@
 
 use datafusion::prelude::SessionContext;
 
+use super::line_set::LineSet;
 use super::candidates::{eligible_without, near_pairs, term_sets, NearPairs};
 use super::config::JoinOptions;
 use super::context::{Job, Run};
@@ -71,7 +72,7 @@ pub(super) struct NightStore<'a> {
 /// store freezes both). The candidates, the check and the components are
 /// those of a one-shot run ([`near_pairs`]); a night differs in what it
 /// reads (`stored`, [`fetch_touched`]) and what it writes (a run).
-pub(super) async fn store_stages(run: &mut Run<'_>, night: NightStore<'_>, idf: &Idf, boilerplate: Option<&[u64]>) -> Result<Summary> {
+pub(super) async fn store_stages(run: &mut Run<'_>, night: NightStore<'_>, idf: &Idf, boilerplate: Option<&LineSet>) -> Result<Summary> {
     let (ctx, out, job) = (run.ctx, run.out, run.job);
     let progress = &mut *run.progress;
     let store = night.store;
@@ -182,7 +183,7 @@ async fn stage_run(
     store: &StoreRun,
     job: &Job,
     (model, idf_n_docs): (Option<&str>, u64),
-    boilerplate: Option<&[u64]>,
+    boilerplate: Option<&LineSet>,
 ) -> Result<(OutputDir, FileMetadata)> {
     let keep_key = job.keep_key();
     let idf_model = match (&store.manifest, model) {
@@ -192,7 +193,7 @@ async fn stage_run(
     };
     let boilerplate_set = match &store.manifest {
         Some(m) => m.boilerplate_set.clone(),
-        None => boilerplate.map(super::line_set::identity).transpose()?,
+        None => boilerplate.map(|set| set.identity.clone()),
     };
     let run_out = OutputDir::prepare(ctx, &store.run_url(&store.run_id), true).await?;
     let run_path = run_out.staged("part-00000.parquet");

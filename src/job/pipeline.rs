@@ -120,7 +120,7 @@ pub(super) fn stages(job: &Job, command: RunCommand, store: bool) -> Vec<Stage> 
 /// What one stage hands to the next.
 #[derive(Default)]
 struct Carried {
-    boilerplate: Option<Vec<u64>>,
+    boilerplate: Option<super::line_set::LineSet>,
     corpus_n: u64,
     idf: Idf,
     summary: Option<Summary>,
@@ -136,18 +136,18 @@ pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: O
         match stage {
             Stage::Boilerplate => carried.boilerplate = boilerplate_stage(run).await?,
             Stage::Segment => {
-                let lines = carried.boilerplate.as_deref().map(crate::text::format_set);
+                let lines = carried.boilerplate.as_ref().map(|set| crate::text::format_set(&set.hashes));
                 carried.corpus_n = segment_stage(run, lines.as_deref()).await?
             }
             Stage::CorpusDf => carried.idf = corpus_df_stage(run, carried.corpus_n).await?,
-            Stage::Fingerprints => meta = Some(fingerprint_stage(run, &carried.idf, carried.corpus_n, carried.boilerplate.as_deref()).await?),
+            Stage::Fingerprints => meta = Some(fingerprint_stage(run, &carried.idf, carried.corpus_n, carried.boilerplate.as_ref()).await?),
             Stage::Pairs => {
                 let (join, keep) = (&run.job.spec.join, &run.job.keep);
                 carried.summary = Some(super::oneshot::join_stages(run.ctx, join, keep, run.out, meta.as_ref(), run.progress).await?);
             }
             Stage::Night => {
                 let store = night.take().expect("a night's stages are given its store");
-                carried.summary = Some(super::nightly::store_stages(run, store, &carried.idf, carried.boilerplate.as_deref()).await?);
+                carried.summary = Some(super::nightly::store_stages(run, store, &carried.idf, carried.boilerplate.as_ref()).await?);
             }
             Stage::Survivors => survivors_stage(run).await?,
             Stage::Report => {}
@@ -158,7 +158,7 @@ pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: O
         None => Summary { distinct_fingerprints: scalar_u64(run.ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?, ..Summary::default() },
     };
     summary.idf = carried.idf.summary;
-    summary.boilerplate_lines = carried.boilerplate.map_or(0, |b| b.len() as u64);
+    summary.boilerplate_lines = carried.boilerplate.map_or(0, |set| set.hashes.len() as u64);
     Ok(summary)
 }
 

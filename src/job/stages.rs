@@ -4,6 +4,7 @@
 
 use datafusion::prelude::SessionContext;
 
+use super::line_set::LineSet;
 use super::context::Run;
 use super::query::{collect, column_u64, scalar_u64, work_table_with};
 use super::sql::{self, render, table, Param};
@@ -25,15 +26,15 @@ const SEGMENTATION_SETTINGS: &[(&str, &str)] =
 /// `--boilerplate-lines` documents, the set that segmentation leaves out
 /// (none: `None`). With `--boilerplate-set` (a store's frozen set, which
 /// every night after its first is given) the set is read, not counted.
-pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<Option<Vec<u64>>> {
+pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<Option<LineSet>> {
     let fp = &run.job.spec.fingerprint;
     let Some(n) = fp.boilerplate_min_docs() else {
         return Ok(None);
     };
     if let Some(url) = &fp.boilerplate_set {
-        let hashes = super::line_set::decode(crate::storage::read_object(run.ctx, url).await?, url)?;
-        run.progress.done("boilerplate", format!("{} lines of the frozen set '{url}'", hashes.len()));
-        return Ok(Some(hashes));
+        let set = LineSet::read(crate::storage::read_object(run.ctx, url).await?, url)?;
+        run.progress.done("boilerplate", format!("{} lines of the frozen set '{url}'", set.hashes.len()));
+        return Ok(Some(set));
     }
     let batches = collect(run.ctx, &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
     let mut hashes = Vec::new();
@@ -41,7 +42,7 @@ pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<Option<Vec<u6
         hashes.extend_from_slice(column_u64(b, 0)?.values());
     }
     run.progress.done("boilerplate", format!("{} lines in at least {n} documents", hashes.len()));
-    Ok(Some(hashes))
+    Ok(Some(LineSet::counted(hashes)?))
 }
 
 /// Stage `segment`: every document segmented once, into the work table
@@ -121,7 +122,7 @@ pub(super) async fn corpus_df_stage(run: &mut Run<'_>, corpus_n: u64) -> Result<
 /// Stage `fingerprints`: weights, SimHash fingerprints and MinHash keys,
 /// into `fingerprints/`; returns the metadata its files carry (with the
 /// identity of `boilerplate`, the lines segmentation dropped).
-pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u64, boilerplate: Option<&[u64]>) -> Result<FileMetadata> {
+pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u64, boilerplate: Option<&LineSet>) -> Result<FileMetadata> {
     let fp = &run.job.spec.fingerprint;
     run.progress.begin("fingerprints", Some(corpus_n));
     let model = idf.model.as_ref();
@@ -135,7 +136,7 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
         shingles: Some(crate::text::shingles::SKETCH_SCHEME.into()),
         vectors: run.job.vector_scheme(),
         min_shared: run.job.spec.join.min_shared(),
-        boilerplate_set: boilerplate.map(super::line_set::identity).transpose()?,
+        boilerplate_set: boilerplate.map(|set| set.identity.clone()),
     };
     let params = [
         ("model", Param::TextOrNull(model.map(|m| m.files.0.as_str()))),
@@ -204,7 +205,7 @@ async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &Fingerprin
     if stored != settings.for_idf_model() {
         // Models saved before boilerplate lines were dropped by default say
         // none: name the option that reproduces them.
-        let hint = match super::summary::boilerplate_min_docs(&stored.boilerplate) {
+        let hint = match super::summary::parse_boilerplate_rule(&stored.boilerplate) {
             Some(n) if stored.boilerplate != settings.boilerplate => format!(", or run with --boilerplate-lines {n} as it was built"),
             _ => String::new(),
         };

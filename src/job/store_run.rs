@@ -92,7 +92,7 @@ impl StoreRun {
         let adopted;
         let job = match (&manifest, job.spec.fingerprint.boilerplate_lines) {
             (Some(m), None) => {
-                let n = super::summary::boilerplate_min_docs(&m.settings.boilerplate).ok_or_else(|| {
+                let n = super::summary::parse_boilerplate_rule(&m.settings.boilerplate).ok_or_else(|| {
                     Error::input(format!("store '{url}' drops boilerplate by an unknown rule '{}': run it with the neardup that made it", m.settings.boilerplate))
                 })?;
                 adopted = job.with_boilerplate_lines(n);
@@ -411,7 +411,7 @@ impl StoreRun {
         &mut self,
         ctx: &SessionContext,
         (model, n_docs): (Option<&str>, u64),
-        boilerplate: Option<&[u64]>,
+        boilerplate: Option<&super::line_set::LineSet>,
         settings: &FingerprintSettings,
         keep: &KeepRule,
     ) -> Result<()> {
@@ -425,11 +425,9 @@ impl StoreRun {
             None => "none".into(),
         };
         let boilerplate_set = match boilerplate {
-            Some(hashes) => {
-                let bytes = super::line_set::encode(hashes)?;
-                let id = content_identity(&bytes);
-                self.put(BOILERPLATE_SET, bytes).await?;
-                Some(id)
+            Some(set) => {
+                self.put(BOILERPLATE_SET, set.bytes.to_vec()).await?;
+                Some(set.identity.clone())
             }
             None => None,
         };

@@ -37,8 +37,8 @@ pub fn boilerplate_rule(min_docs: Option<u32>) -> String {
     min_docs.map_or_else(no_boilerplate, |n| format!("lines-in>={n}-docs"))
 }
 
-/// The documents of a boilerplate setting ([`boilerplate_rule`]): 0 for off.
-pub fn boilerplate_min_docs(rule: &str) -> Option<u32> {
+/// The documents of a boilerplate setting ([`boilerplate_rule`]): 0 for off, none for a rule this version does not know.
+pub fn parse_boilerplate_rule(rule: &str) -> Option<u32> {
     match rule {
         "none" => Some(0),
         _ => rule.strip_prefix("lines-in>=")?.strip_suffix("-docs")?.parse().ok(),
@@ -328,9 +328,9 @@ mod tests {
     #[test]
     fn a_boilerplate_rule_reads_back() {
         for n in [None, Some(2), Some(10)] {
-            assert_eq!(boilerplate_min_docs(&boilerplate_rule(n)), Some(n.unwrap_or(0)));
+            assert_eq!(parse_boilerplate_rule(&boilerplate_rule(n)), Some(n.unwrap_or(0)));
         }
-        assert_eq!(boilerplate_min_docs("lines-in>=x-docs"), None);
-        assert_eq!(boilerplate_min_docs("paragraphs"), None);
+        assert_eq!(parse_boilerplate_rule("lines-in>=x-docs"), None);
+        assert_eq!(parse_boilerplate_rule("paragraphs"), None);
     }
 }

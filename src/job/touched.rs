@@ -26,7 +26,7 @@ use crate::probe::NightIndex;
 use crate::minhash::MinHashPlan;
 use crate::storage::fetch::{rows_by_key, Take};
 use crate::storage::{literal, OutputDir};
-use crate::udf::minhash_keys::{keys_of_sets, keys_type};
+use crate::udf::minhash_keys::{keys_of_lists, keys_type};
 use crate::udf::term_set::{as_sets, set_values};
 use crate::udf::night_partners::index as night_index;
 
@@ -299,7 +299,7 @@ fn keys_meeting_tonight(rows: &[RecordBatch], plan: MinHashPlan, index: &NightIn
         .collect::<Result<Vec<_>>>()?;
     let theirs = their_keys(&batches, plan, index)?;
     let trimmed = in_parallel(&batches, |(fingerprints, sets)| -> Result<(ListArray, usize)> {
-        let keys = keys_of_sets(plan, &(Arc::new(sets.clone()) as ArrayRef), "minhash_keys")?;
+        let keys = keys_of_lists(plan, sets, "minhash_keys")?;
         Ok((trim_batch(fingerprints, &keys, index, &theirs), keys.values().len()))
     });
     let trimmed = trimmed.into_iter().collect::<Result<Vec<_>>>()?;

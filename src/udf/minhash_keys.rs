@@ -23,7 +23,11 @@ pub(crate) fn keys_type() -> DataType {
 /// to derive a stored row's keys again from its term set, which costs less
 /// than reading them.
 pub(crate) fn keys_of_sets(plan: MinHashPlan, sets: &ArrayRef, function: &str) -> Result<ListArray> {
-    let sets = as_sets(sets)?;
+    keys_of_lists(plan, &as_sets(sets)?, function)
+}
+
+/// [`keys_of_sets`] of term sets already cast to their list type.
+pub(crate) fn keys_of_lists(plan: MinHashPlan, sets: &ListArray, function: &str) -> Result<ListArray> {
     let values = sets.values().as_primitive::<UInt64Type>().clone();
     let mut hasher = plan.hasher();
     let mut keys = Vec::with_capacity(sets.len() * plan.bands as usize);
@@ -31,7 +35,7 @@ pub(crate) fn keys_of_sets(plan: MinHashPlan, sets: &ArrayRef, function: &str) -
     offsets.push(0i32);
     for i in 0..sets.len() {
         // An empty set has no minima: it gets no keys.
-        if let Some(set) = set_values(&sets, &values, i, function)? {
+        if let Some(set) = set_values(sets, &values, i, function)? {
             hasher.keys_into(set, &mut keys);
         }
         offsets.push(keys.len() as i32);
