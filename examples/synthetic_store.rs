@@ -29,7 +29,7 @@ use arrow::array::{Array, ArrayRef, AsArray, ListBuilder, RecordBatch, StringArr
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, SchemaRef, UInt64Type};
 use neardup::fingerprint::hash64;
-use neardup::minhash::{mix, MinHashPlan};
+use neardup::minhash::{mix, pack_keys, MinHashPlan};
 use neardup::text::shingles::SKETCH_SIZE;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
@@ -199,13 +199,17 @@ fn write_segment(store: &Path, run: &str, schema: &SchemaRef, rows: &[Row], plan
             "n_chars" => Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.chars))),
             "term_set" => list_column(rows.iter().map(|r| r.term_set.clone())),
             "minhash" => match plan {
+                // Packed, as a run writes them (sql/94_store_run.sql).
                 Some(plan) => {
                     let mut hasher = plan.hasher();
-                    list_column(rows.iter().map(|r| {
-                        let mut keys = Vec::new();
+                    let (mut keys, mut packed) = (Vec::new(), Vec::new());
+                    Arc::new(arrow::array::BinaryArray::from_iter_values(rows.iter().map(|r| {
+                        keys.clear();
                         hasher.keys_into(&r.term_set, &mut keys);
-                        keys
-                    }))
+                        packed.clear();
+                        pack_keys(&keys, &mut packed);
+                        packed.clone()
+                    })))
                 }
                 None => arrow::array::new_null_array(field.data_type(), rows.len()),
             },

@@ -735,32 +735,57 @@ fn a_store_of_the_first_layout_is_refused_with_what_to_do() {
 }
 
 /// Rewrite a run file as a release before 48-bit MinHash keys wrote it:
-/// each key with 16 more (non-zero) high bits, with the Parquet writer's
-/// default settings.
+/// each key with 16 more (non-zero) high bits, in a list (before the store
+/// packed its keys), with the Parquet writer's default settings.
 fn widen_keys(file: &Path) {
+    use datafusion::arrow::buffer::OffsetBuffer;
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
     use neardup::minhash::mix;
     use std::sync::Arc;
     let batches = read_dir(file.parent().unwrap());
+    let i = batches[0].schema().index_of("minhash").unwrap();
+    let item = Arc::new(Field::new("item", DataType::UInt64, true));
+    let mut fields = batches[0].schema().fields().to_vec();
+    fields[i] = Arc::new(Field::new("minhash", DataType::List(item.clone()), true));
+    let schema = Arc::new(Schema::new(fields));
     let writer_file = std::fs::File::create(file).unwrap();
-    let mut writer = datafusion::parquet::arrow::ArrowWriter::try_new(writer_file, batches[0].schema(), None).unwrap();
+    let mut writer = datafusion::parquet::arrow::ArrowWriter::try_new(writer_file, schema.clone(), None).unwrap();
     for batch in batches {
-        let i = batch.schema().index_of("minhash").unwrap();
-        let lists = batch.column(i).as_list::<i32>();
-        let keys = lists.values().as_primitive::<UInt64Type>();
-        let wide: UInt64Array = keys.unary(|k| k | (mix(k) | 1) << 48);
-        let (field, offsets, _, nulls) = lists.clone().into_parts();
+        let (offsets, keys) = unpacked(batch.column(i));
+        let wide: UInt64Array = UInt64Array::from(keys).unary(|k| k | (mix(k) | 1) << 48);
         let mut columns = batch.columns().to_vec();
-        columns[i] = Arc::new(ListArray::new(field, offsets, Arc::new(wide), nulls));
-        writer.write(&RecordBatch::try_new(batch.schema(), columns).unwrap()).unwrap();
+        let nulls = batch.column(i).logical_nulls();
+        columns[i] = Arc::new(ListArray::new(item.clone(), OffsetBuffer::new(offsets.into()), Arc::new(wide), nulls));
+        writer.write(&RecordBatch::try_new(schema.clone(), columns).unwrap()).unwrap();
     }
     writer.close().unwrap();
 }
 
+/// A store file's packed keys: each row's end offset and all the keys.
+fn unpacked(column: &datafusion::arrow::array::ArrayRef) -> (Vec<i32>, Vec<u64>) {
+    let (mut offsets, mut keys) = (vec![0i32], Vec::new());
+    let packed = column.as_binary_opt::<i32>().map(|b| b.iter().collect::<Vec<_>>());
+    let packed = packed.unwrap_or_else(|| column.as_binary_view().iter().collect());
+    for row in packed {
+        neardup::minhash::unpack_keys(row.unwrap_or_default(), &mut keys).expect("whole keys");
+        offsets.push(keys.len() as i32);
+    }
+    (offsets, keys)
+}
+
+/// The MinHash keys of a store folder's files, sorted: packed or, in a file
+/// written before keys were packed, a list.
 fn minhash_keys_of(folder: &Path) -> Vec<u64> {
     let batches = read_dir(folder);
     let mut keys: Vec<u64> = batches
         .iter()
-        .flat_map(|b| b.column_by_name("minhash").unwrap().as_list::<i32>().values().as_primitive::<UInt64Type>().values().to_vec())
+        .flat_map(|b| {
+            let column = b.column_by_name("minhash").unwrap();
+            match column.as_list_opt::<i32>() {
+                Some(list) => list.values().as_primitive::<UInt64Type>().values().to_vec(),
+                None => unpacked(column).1,
+            }
+        })
         .collect();
     keys.sort_unstable();
     keys
@@ -784,6 +809,12 @@ fn a_store_written_with_64_bit_keys_gives_the_same_next_night_and_compacts_to_48
         widen_keys(&store.join(format!("runs/run={n}/part-00000.parquet")));
     }
     assert!(minhash_keys_of(&store.join(format!("runs/run={}", NIGHTS[0]))).iter().all(|&k| k >= 1 << 48));
+    // A run written now packs its keys, six bytes each, 32 a document.
+    let run = read_dir(&now.join("store").join(format!("runs/run={}", NIGHTS[0])));
+    let packed = run[0].column_by_name("minhash").unwrap();
+    use datafusion::arrow::datatypes::DataType;
+    assert!(matches!(packed.data_type(), DataType::Binary | DataType::BinaryView), "{}", packed.data_type());
+    assert!(unpacked(packed).0.windows(2).all(|w| matches!(w[1] - w[0], 0 | 32)));
     for base in [&now, &before] {
         ok(&night(dir.path(), base.join("store").to_str().unwrap(), NIGHTS[2], base.join("reports").to_str().unwrap(), &extra));
     }

@@ -20,6 +20,7 @@
 
 use std::collections::BTreeSet;
 
+use datafusion::arrow::datatypes::Schema;
 use datafusion::prelude::SessionContext;
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
@@ -69,6 +70,17 @@ pub struct Manifest {
     /// The run that created the store.
     pub created_by_run: String,
     pub neardup_version: String,
+}
+
+/// The `minhash` column of a store file with `schema`, as packed keys: a
+/// file written before the store packed them (crate::minhash::pack_keys)
+/// holds a list, packed as it is read, so such a store needs no rewriting
+/// (its next compaction packs it).
+pub fn packed_keys(schema: &Schema) -> &'static str {
+    match schema.field_with_name("minhash").map(|f| f.data_type()) {
+        Ok(t) if crate::udf::packed_keys::is_packed(t) => "minhash",
+        _ => "pack_keys(minhash)",
+    }
 }
 
 /// Refuse a store of another layout, saying what to do.
@@ -325,20 +337,28 @@ async fn compact_held(ctx: &SessionContext, url: &str, all: bool, lease: &Lease)
 /// The `files` merged and sorted into segment `id`, staged (not committed);
 /// with its documents.
 async fn write_segment(ctx: &SessionContext, url: &str, minhash: Option<MinHashPlan>, files: &[String], id: &str) -> Result<(OutputDir, u64)> {
-    register_parquet_files(ctx, "compaction_input", files).await?;
+    // One table a file, joined by name: a store may mix files from before
+    // and after a column was added or its keys were packed, and one table
+    // over them all would have to give `minhash` one type.
+    let mut parts = Vec::with_capacity(files.len());
+    for (i, file) in files.iter().enumerate() {
+        let schema = register_parquet_files(ctx, &format!("compaction_input_{i}"), std::slice::from_ref(file)).await?;
+        // The same keys as a run writes (sql/94_store_run.sql), derived
+        // again from the term sets: 48 bits wide where a store written
+        // before they were cut holds 64 (see crate::minhash::narrow), and
+        // packed where it holds a list, so compaction also brings an older
+        // store to today's layout.
+        let keys = match minhash {
+            Some(plan) => format!("pack_keys(minhash_keys(term_set, {}, {}))", plan.bands, plan.rows),
+            None => packed_keys(&schema).to_string(),
+        };
+        parts.push(format!("SELECT * REPLACE ({keys} AS minhash) FROM compaction_input_{i}"));
+    }
     let out = OutputDir::prepare(ctx, &format!("{url}/segments/seg={id}"), true).await?;
     let path = out.staged("part-00000.parquet");
     let written = async {
-        // The same order and pages as a run (sql/94_store_run.sql). MinHash
-        // keys are derived again from the term sets: the same keys, but 48
-        // bits wide where a store written before they were cut holds 64
-        // (see crate::minhash::narrow), so compaction also shrinks an
-        // older store.
-        let keys = match minhash {
-            Some(plan) => format!(" REPLACE (minhash_keys(term_set, {}, {}) AS minhash)", plan.bands, plan.rows),
-            None => String::new(),
-        };
-        let statement = format!("SELECT *{keys} FROM compaction_input ORDER BY simhash NULLS LAST, source, id");
+        // The same order and pages as a run.
+        let statement = format!("SELECT * FROM ({}) ORDER BY simhash NULLS LAST, source, id", parts.join(" UNION ALL BY NAME "));
         crate::storage::sorted::write_query(ctx, &statement, &path).await
     }
     .await;

@@ -319,8 +319,9 @@ impl StoreRun {
         }
         let mut parts = Vec::new();
         for (i, file) in self.earlier_files().iter().enumerate() {
-            register_parquet_files(ctx, &format!("stored_file_{i}"), std::slice::from_ref(file)).await?;
-            parts.push(format!("SELECT {i} AS file, doc_key, simhash, minhash FROM stored_file_{i}"));
+            let schema = register_parquet_files(ctx, &format!("stored_file_{i}"), std::slice::from_ref(file)).await?;
+            let keys = super::store::packed_keys(&schema);
+            parts.push(format!("SELECT {i} AS file, doc_key, simhash, {keys} AS minhash FROM stored_file_{i}"));
         }
         create_view(ctx, table::STORED_RUNS, &parts.join(" UNION ALL ")).await
     }

@@ -32,21 +32,15 @@ pub fn writer_properties() -> WriterProperties {
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).expect("a valid zstd level")))
         // Every night reads these two columns of every stored row (the
         // probe); their bytes are most of what a night reads. MinHash keys
-        // are 48-bit hashes in 64-bit values: split into byte streams, the
-        // two zero streams compress to nothing, leaving six bytes a key
-        // (a dictionary would only fill up with unique keys and be dropped).
+        // are packed, six bytes a key in one binary value a row
+        // (crate::minhash::pack_keys): a dictionary would only fill up with
+        // unique keys and be dropped, and zstd finds the rows that repeat.
         // Fingerprints are sorted: their deltas take about 44 of 64 bits at
         // 10^6 rows a file.
-        .set_column_dictionary_enabled(minhash_keys(), false)
-        .set_column_encoding(minhash_keys(), Encoding::BYTE_STREAM_SPLIT)
+        .set_column_dictionary_enabled(ColumnPath::from("minhash"), false)
         .set_column_dictionary_enabled(ColumnPath::from("simhash"), false)
         .set_column_encoding(ColumnPath::from("simhash"), Encoding::DELTA_BINARY_PACKED)
         .build()
-}
-
-/// The Parquet column of the MinHash keys (a list of `u64`).
-fn minhash_keys() -> ColumnPath {
-    ColumnPath::from(vec!["minhash".to_string(), "list".to_string(), "item".to_string()])
 }
 
 /// Run `statement` (a query with an ORDER BY) and write its rows, in order,

@@ -26,6 +26,7 @@ mod list_length;
 pub(crate) mod minhash_keys;
 pub(crate) mod night_partners;
 mod numeric;
+pub(crate) mod packed_keys;
 mod simhash;
 mod simhash_agg;
 mod simhash_cosine;
@@ -63,6 +64,8 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(shingle_sketch::ShingleSketch::default())),
         Arc::new(ScalarUDF::from(containment::Containment::default())),
         Arc::new(ScalarUDF::from(minhash_keys::MinhashKeys::default())),
+        Arc::new(ScalarUDF::from(packed_keys::PackKeys::default())),
+        Arc::new(ScalarUDF::from(packed_keys::UnpackKeys::default())),
         Arc::new(ScalarUDF::from(jaccard_pairs::JaccardPairs::default())),
         Arc::new(ScalarUDF::from(night_partners::NightPartners::default())),
         Arc::new(ScalarUDF::from(night_partners::NightPartners::touched())),
@@ -145,7 +148,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 23);
+        assert_eq!(names.len(), 25);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());

@@ -23,6 +23,7 @@ use parquet::arrow::ProjectionMask;
 
 use super::args::{doc, is_string, scalar_str, scalar_u32, to_arrays, ProcessCache};
 use super::idf_simhash::fetch;
+use super::packed_keys::{is_packed, unpacked_rows};
 use super::term_set::{as_sets, coerce_set, set_values};
 use crate::join::BandPlan;
 use crate::minhash::{all_narrow, narrow};
@@ -79,9 +80,12 @@ impl ScalarUDFImpl for NightPartners {
                     && (k.is_integer() || k == &DataType::Null)
                     && (m.is_integer() || m == &DataType::Null) =>
             {
+                // A store's keys are packed (pack_keys); tonight's and
+                // older stores' are lists.
+                let keys = if is_packed(keys) { keys.clone() } else { coerce_set(self.name(), "minhash", keys)? };
                 Ok(vec![
                     DataType::UInt64,
-                    coerce_set(self.name(), "minhash", keys)?,
+                    keys,
                     DataType::Utf8,
                     DataType::Utf8,
                     DataType::Int64,
@@ -109,10 +113,16 @@ impl ScalarUDFImpl for NightPartners {
         let (arrays, _) = to_arrays(&args.args[..2], args.number_rows)?;
         let fingerprints = cast(&arrays[0], &DataType::UInt64)?;
         let fingerprints = fingerprints.as_primitive::<UInt64Type>();
-        let sets = as_sets(&arrays[1])?;
-        let keys = sets.values().as_primitive::<UInt64Type>().clone();
         let rows: Vec<Option<u64>> = (0..fingerprints.len()).map(|i| fingerprints.is_valid(i).then(|| fingerprints.value(i))).collect();
-        let (bounds, flat) = row_keys(&rows, &sets, &keys, name)?;
+        let (sets, keys);
+        let (bounds, flat) = if is_packed(arrays[1].data_type()) {
+            let (bounds, flat) = unpacked_rows(&arrays[1], name)?;
+            (bounds, Cow::Owned(flat))
+        } else {
+            sets = as_sets(&arrays[1])?;
+            keys = sets.values().as_primitive::<UInt64Type>().clone();
+            row_keys(&rows, &sets, &keys, name)?
+        };
         let mut scratch = ProbeScratch::default();
         if self.touched {
             let mut touched = Vec::with_capacity(rows.len());
@@ -165,7 +175,7 @@ impl ScalarUDFImpl for NightPartners {
 
 const ARGUMENTS: [(&str, &str); 6] = [
     ("simhash", "A stored fingerprint."),
-    ("minhash", "Its MinHash band keys (see minhash_keys), or NULL."),
+    ("minhash", "Its MinHash band keys: a list (see minhash_keys), packed (see pack_keys), or NULL."),
     ("index", "Location of tonight's documents (simhash, minhash)."),
     ("version", "Any text that changes when the index does: part of the cache key."),
     ("k", "Largest Hamming distance of SimHash partners."),
