@@ -21,10 +21,12 @@
 //! precomputed over the whole term universe, which a corpus of 64-bit term
 //! hashes does not have.
 //!
-//! Densification by probing costs O((K − f) · K / f) for `f` filled bins:
-//! nothing for long documents (all bins filled), but thousands of mixes for
-//! a post of two or three terms. Sparse sets therefore read a table of first
-//! visits instead ([`first_visits`]): the same bins, in O((K − f) · f).
+//! Densification by probing costs O((K − f) · K / f) mixes for `f` filled
+//! bins: nothing for long documents (all bins filled), but thousands for a
+//! post of two or three terms. Each bin's probe sequence is the same for
+//! every set, so it is tabled once ([`visits`]): sparse sets take the filled
+//! bin of least first visit, in O((K − f) · f) lookups, the others the first
+//! filled bin in the order of visits, in O((K − f) · K / f) lookups.
 //!
 //! The band keys are what the join and the store use: band `b`'s key hashes
 //! its `rows` bin values together with `b`, so keys of different bands never
@@ -151,7 +153,7 @@ impl MinHashPlan {
             bins: Vec::with_capacity(self.bins()),
             filled: Vec::with_capacity(self.bins()),
             filled_list: Vec::with_capacity(self.bins()),
-            first_visits: None,
+            visits: None,
         }
     }
 
@@ -174,8 +176,8 @@ pub struct MinHasher {
     bins: Vec<u64>,
     filled: Vec<bool>,
     filled_list: Vec<usize>,
-    /// [`first_visits`] of the plan's bins, shared by every hasher.
-    first_visits: Option<Arc<[u32]>>,
+    /// [`visits`] of the plan's bins, shared by every hasher.
+    visits: Option<Arc<Visits>>,
 }
 
 /// The `attempt`-th bin of empty bin `i`'s probe sequence among `k`.
@@ -184,37 +186,51 @@ fn probe_step(i: usize, attempt: u64, k: usize) -> usize {
     bin_of(mix(PROBE_SEED ^ ((i as u64) << 32 | attempt)), k)
 }
 
-/// The first filled bin of empty bin `i`'s probe sequence.
+/// The first filled bin of empty bin `i`'s probe sequence: what the tables
+/// of [`visits`] answer, kept to prove that they do.
+#[cfg(test)]
 fn probe(i: usize, k: usize, filled: &[bool]) -> usize {
     (1u64..).map(|attempt| probe_step(i, attempt, k)).find(|&j| filled[j]).expect("at least one bin is filled")
 }
 
-/// For every bin `i` of `k` and every other bin `j`, the attempt at which
-/// `i`'s probe sequence first reaches `j` (row-major; `u32::MAX` on the
-/// diagonal): the first filled bin of the sequence is then the filled bin of
-/// least first visit. Computed once per number of bins and shared (about
-/// K · ln K mixes a bin: 0.1 ms for 128 bins).
-fn first_visits(k: usize) -> Arc<[u32]> {
-    static TABLES: Mutex<Vec<(usize, Arc<[u32]>)>> = Mutex::new(Vec::new());
+/// Where each bin's probe sequence goes, for every bin of a plan: computed
+/// once per number of bins and shared (about K · ln K mixes a bin: 0.1 ms
+/// for 128 bins).
+struct Visits {
+    /// For every bin `i` and every other bin `j`, the attempt at which `i`'s
+    /// probe sequence first reaches `j` (row-major; `u32::MAX` on the
+    /// diagonal): the first filled bin of the sequence is the filled bin of
+    /// least first visit.
+    first: Vec<u32>,
+    /// For every bin `i`, the other bins in the order its probe sequence
+    /// first reaches them (`k − 1` a row): the first filled one of the row
+    /// is the bin probing finds, without a mix per attempt.
+    order: Vec<u16>,
+}
+
+fn visits(k: usize) -> Arc<Visits> {
+    static TABLES: Mutex<Vec<(usize, Arc<Visits>)>> = Mutex::new(Vec::new());
     let mut tables = TABLES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, table)) = tables.iter().find(|(bins, _)| *bins == k) {
         return table.clone();
     }
-    let mut table = vec![u32::MAX; k * k];
+    let mut first = vec![u32::MAX; k * k];
+    let mut order = Vec::with_capacity(k * k.saturating_sub(1));
     for i in 0..k {
-        let row = &mut table[i * k..(i + 1) * k];
+        let row = &mut first[i * k..(i + 1) * k];
         let mut unseen = k - 1;
         let mut attempt = 1u64;
         while unseen > 0 {
             let j = probe_step(i, attempt, k);
             if j != i && row[j] == u32::MAX {
                 row[j] = attempt as u32;
+                order.push(j as u16);
                 unseen -= 1;
             }
             attempt += 1;
         }
     }
-    let table: Arc<[u32]> = table.into();
+    let table = Arc::new(Visits { first, order });
     tables.push((k, table.clone()));
     table
 }
@@ -248,23 +264,23 @@ impl MinHasher {
             return &self.bins;
         }
         // Probing costs about K / f mixes per empty bin, which for a post of
-        // two or three terms is thousands per document; the table of first
-        // visits answers the same question in f lookups.
-        if f * f <= k {
-            let first = self.first_visits.get_or_insert_with(|| first_visits(k)).clone();
-            for i in 0..k {
-                if !self.filled[i] {
-                    let row = &first[i * k..(i + 1) * k];
-                    let j = *self.filled_list.iter().min_by_key(|&&j| row[j]).expect("a filled bin");
-                    self.bins[i] = self.bins[j];
-                }
-            }
-            return &self.bins;
-        }
+        // two or three terms is thousands per document. The tables answer the
+        // same question by lookups: the least first visit among the f filled
+        // bins (f lookups), or, when f is larger than K / f, the first filled
+        // bin in the order of visits (about K / f lookups, no mix).
+        let visits = self.visits.get_or_insert_with(|| visits(k)).clone();
         for i in 0..k {
-            if !self.filled[i] {
-                self.bins[i] = self.bins[probe(i, k, &self.filled)];
+            if self.filled[i] {
+                continue;
             }
+            let j = if f * f <= k {
+                let row = &visits.first[i * k..(i + 1) * k];
+                *self.filled_list.iter().min_by_key(|&&j| row[j]).expect("a filled bin")
+            } else {
+                let row = &visits.order[i * (k - 1)..(i + 1) * (k - 1)];
+                row.iter().map(|&j| j as usize).find(|&j| self.filled[j]).expect("a filled bin")
+            };
+            self.bins[i] = self.bins[j];
         }
         &self.bins
     }
@@ -419,7 +435,7 @@ mod tests {
         for plan in [MinHashPlan::default(), MinHashPlan::new(4, 1).unwrap(), MinHashPlan::new(64, 8).unwrap()] {
             let k = plan.bins();
             let mut hasher = plan.hasher();
-            for n in [1, 2, 3, 5, 8, 11, 12, 40] {
+            for n in [1, 2, 3, 5, 8, 11, 12, 40, 100, 300] {
                 let set: Vec<u64> = sorted((0..n).map(|i| mix(i * 7919 + n)).collect());
                 let mut expected: Vec<u64> = vec![u64::MAX; k];
                 let mut filled = vec![false; k];
