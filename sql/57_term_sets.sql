@@ -23,6 +23,8 @@
 -- Made once, a work table (in the work folder, under a memory limit, in
 -- row groups of 65,536 rows): the
 -- MinHash candidates and both sides of the check read it, on every core.
+-- It is not sorted: every reader joins or groups it, and sorting Weibo's
+-- 424,296 rows with their lists cost the statement 0.13 s of 1.18.
 COPY (
   WITH tonights AS (
     SELECT DISTINCT simhash FROM {{tonight}} WHERE simhash IS NOT NULL
@@ -44,5 +46,4 @@ COPY (
   FROM stored_term_sets s
   WHERE s.simhash IS NOT NULL
     AND NOT EXISTS (SELECT 1 FROM tonights t WHERE t.simhash = s.simhash)
-  ORDER BY simhash
 ) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '65536', 'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')
