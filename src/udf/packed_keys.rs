@@ -21,12 +21,26 @@ pub(crate) fn is_packed(t: &DataType) -> bool {
 
 /// Call `f` with each row of a column of packed keys (`None`: NULL).
 fn each_row(array: &ArrayRef, mut f: impl FnMut(Option<&[u8]>) -> Result<()>) -> Result<()> {
-    let valid = |i: usize| array.is_valid(i);
+    fn rows<'a>(array: &'a ArrayRef, value: impl Fn(usize) -> &'a [u8], f: &mut impl FnMut(Option<&[u8]>) -> Result<()>) -> Result<()> {
+        (0..array.len()).try_for_each(|i| f(array.is_valid(i).then(|| value(i))))
+    }
     match array.data_type() {
-        DataType::Binary => (0..array.len()).try_for_each(|i| f(valid(i).then(|| array.as_binary::<i32>().value(i)))),
-        DataType::LargeBinary => (0..array.len()).try_for_each(|i| f(valid(i).then(|| array.as_binary::<i64>().value(i)))),
-        DataType::BinaryView => (0..array.len()).try_for_each(|i| f(valid(i).then(|| array.as_binary_view().value(i)))),
-        DataType::FixedSizeBinary(_) => (0..array.len()).try_for_each(|i| f(valid(i).then(|| array.as_fixed_size_binary().value(i)))),
+        DataType::Binary => {
+            let binary = array.as_binary::<i32>();
+            rows(array, |i| binary.value(i), &mut f)
+        }
+        DataType::LargeBinary => {
+            let binary = array.as_binary::<i64>();
+            rows(array, |i| binary.value(i), &mut f)
+        }
+        DataType::BinaryView => {
+            let view = array.as_binary_view();
+            rows(array, |i| view.value(i), &mut f)
+        }
+        DataType::FixedSizeBinary(_) => {
+            let fixed = array.as_fixed_size_binary();
+            rows(array, |i| fixed.value(i), &mut f)
+        }
         DataType::Null => (0..array.len()).try_for_each(|_| f(None)),
         other => exec_err!("packed MinHash keys must be binary, got {other}"),
     }
