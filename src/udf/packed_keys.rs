@@ -4,9 +4,10 @@
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, BinaryBuilder, ListBuilder, UInt64Builder};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BinaryBuilder, ListArray, UInt64Array};
+use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::datatypes::{DataType, UInt64Type};
-use datafusion::common::{exec_err, plan_err, Result};
+use datafusion::common::{exec_datafusion_err, exec_err, plan_err, Result};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{doc, finish, to_arrays};
@@ -158,13 +159,13 @@ impl ScalarUDFImpl for UnpackKeys {
     }
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, all_scalar) = to_arrays(&args.args, args.number_rows)?;
+        // The bounds are the list's offsets and the keys its values, as they are.
         let (bounds, flat) = unpacked_rows(&arrays[0], self.name())?;
-        let mut out = ListBuilder::with_capacity(UInt64Builder::with_capacity(flat.len()), arrays[0].len());
-        for i in 0..arrays[0].len() {
-            out.values().append_slice(&flat[bounds[i]..bounds[i + 1]]);
-            out.append(arrays[0].is_valid(i));
-        }
-        finish(Arc::new(out.finish()), all_scalar)
+        let offsets = bounds.into_iter().map(|b| i32::try_from(b).map_err(|_| exec_datafusion_err!("unpack_keys: too many keys in one batch")));
+        let offsets = OffsetBuffer::new(offsets.collect::<Result<Vec<i32>>>()?.into());
+        let DataType::List(field) = keys_type() else { unreachable!("keys are a list") };
+        let list = ListArray::new(field, offsets, Arc::new(UInt64Array::from(flat)), arrays[0].logical_nulls());
+        finish(Arc::new(list), all_scalar)
     }
     fn documentation(&self) -> Option<&Documentation> {
         static DOC: OnceLock<Documentation> = OnceLock::new();
