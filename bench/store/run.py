@@ -244,7 +244,7 @@ def markdown(r):
     n = r.get("nights")
     if n:
         out.append("\n## Ten equal nights of weibo_reposts into one store\n")
-        out.append(f"\n{n['rounds']} rounds, each into a fresh store; a night's time is its median over the rounds.\n\n")
+        out.append(f"\n{n['rounds']} round{'s' if n['rounds'] != 1 else ''}, each into a fresh store; a night's time is its median over the rounds.\n\n")
         out.append(table(["night", "stored before", "wall s (median)", "each round s", "peak MB"],
                          [[t["night"], t["stored_documents"], t["wall_s"], " ".join(f"{x:.2f}" for x in t["rounds_s"]), t["peak_mb"]]
                           for t in n["times"]]))

@@ -16,13 +16,14 @@ use super::is_han;
 /// Normalise `text` into `out` (cleared first). Reusing `out` across rows
 /// keeps the hot path free of allocations.
 ///
-/// NFKC runs only where it can change something. ASCII and the unified Han
-/// block are stable code points (NFKC quick check Yes, combining class 0):
-/// nothing before them composes with them, so the text can be cut before
-/// each one and normalised piece by piece (UAX #15, "safe boundaries"). A
-/// piece that is one stable character is its own normal form and skips the
-/// normaliser; only the rest (full-width punctuation, a letter with a
-/// combining accent …) goes through it.
+/// NFKC runs only where it can change something. ASCII, the unified Han
+/// block, CJK punctuation and kana are stable code points (NFKC quick check
+/// Yes, combining class 0): nothing before them composes with them, so the
+/// text can be cut before each one and normalised piece by piece (UAX #15,
+/// "safe boundaries"). A piece that is one stable character is its own
+/// normal form and skips the normaliser, and so does a full-width form of
+/// ASCII, whose normal form is that ASCII character ([`Kind`]); only the
+/// rest (a letter with a combining accent, a ligature …) goes through it.
 pub fn normalize_into(text: &str, out: &mut String) {
     normalize_at_most(text, out, usize::MAX);
 }
@@ -36,31 +37,62 @@ pub fn normalize_at_most(text: &str, out: &mut String, max_chars: usize) -> bool
     out.clear();
     out.reserve(text.len().min(max_chars.saturating_mul(4)));
     let mut writer = Writer { out, pending_space: false, chars: 0 };
-    let (mut start, mut chars, mut stable_first) = (0, 0, false);
+    let (mut start, mut chars, mut first) = (0, 0, Kind::Other);
     for (i, c) in text.char_indices() {
-        let stable = is_stable(c);
-        if stable && chars > 0 {
-            writer.piece(&text[start..i], chars == 1 && stable_first);
+        let kind = kind(c);
+        if kind != Kind::Other && chars > 0 {
+            writer.piece(&text[start..i], if chars == 1 { first } else { Kind::Other });
             (start, chars) = (i, 0);
             if writer.chars > max_chars {
                 return false;
             }
         }
         if chars == 0 {
-            stable_first = stable;
+            first = kind;
         }
         chars += 1;
     }
     if chars > 0 {
-        writer.piece(&text[start..], chars == 1 && stable_first);
+        writer.piece(&text[start..], if chars == 1 { first } else { Kind::Other });
     }
     writer.chars <= max_chars
 }
 
-/// Code points that are their own NFKC form and never compose with what
-/// precedes them.
-fn is_stable(c: char) -> bool {
-    c.is_ascii() || matches!(c as u32, 0x4E00..=0x9FFF)
+/// What NFKC does to a code point, as far as cutting the text before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Its own NFKC form, and never composes with what precedes it.
+    Stable,
+    /// A full-width form of an ASCII character (U+FF01–U+FF5E), or the
+    /// ideographic space: NFKC maps it to that one ASCII character, which
+    /// never composes with what precedes it. Chinese text is full of them
+    /// (，：！？（）), and this spares each its own trip through the
+    /// normaliser.
+    Wide,
+    /// Anything else: normalised with its neighbours.
+    Other,
+}
+
+/// The [`Kind`] of `c`. The stable ranges are ASCII, the unified Han block,
+/// CJK punctuation, kana and the typographic quotes, less the marks that
+/// combine (the test checks every code point of them against the
+/// normaliser's own tables).
+fn kind(c: char) -> Kind {
+    match c as u32 {
+        0x00..=0x7F | 0x4E00..=0x9FFF => Kind::Stable,
+        0x3001..=0x3029 | 0x3030..=0x3035 | 0x303B..=0x303F | 0x3041..=0x3098 | 0x309D..=0x309E | 0x30A0..=0x30FE => Kind::Stable,
+        0x2018..=0x201F => Kind::Stable,
+        0xFF01..=0xFF5E | 0x3000 => Kind::Wide,
+        _ => Kind::Other,
+    }
+}
+
+/// The one ASCII character NFKC gives a [`Kind::Wide`] code point.
+fn narrow(c: char) -> char {
+    match c as u32 {
+        0x3000 => ' ',
+        wide => char::from_u32(wide - 0xFEE0).unwrap_or(c),
+    }
 }
 
 struct Writer<'a> {
@@ -71,11 +103,13 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn piece(&mut self, piece: &str, already_normal: bool) {
-        if already_normal {
-            piece.chars().for_each(|c| self.push(c));
-        } else {
-            piece.nfkc().for_each(|c| self.push(c));
+    /// A piece of the text cut before a stable or wide code point; `one`
+    /// is the kind of its one character, `Other` for a longer piece.
+    fn piece(&mut self, piece: &str, one: Kind) {
+        match one {
+            Kind::Stable => piece.chars().for_each(|c| self.push(c)),
+            Kind::Wide => piece.chars().for_each(|c| self.push(narrow(c))),
+            Kind::Other => piece.nfkc().for_each(|c| self.push(c)),
         }
     }
 
@@ -175,7 +209,7 @@ mod tests {
         // Characters that compose with their neighbours (combining marks,
         // Hangul jamo), compatibility forms, and the stable ones around them.
         let pool: Vec<char> = "aeAZ1 ,.中文\u{301}\u{308}\u{30A}\u{327}\u{3099}かは\u{1100}\u{1161}\u{11A8}ＡＢ，。\
-                               \u{3000}\u{F900}ﬁ①㍿\u{FF76}\u{FF9E}Σσ\u{2126}\u{212B}\t\n"
+                               \u{3000}“”、ー\u{302A}\u{F900}ﬁ①㍿\u{FF76}\u{FF9E}Σσ\u{2126}\u{212B}\t\n"
             .chars()
             .collect();
         let mut state = 0x2545_F491_4F6C_DD1Du64;
@@ -192,6 +226,30 @@ mod tests {
             assert_eq!(normalize(&text), reference(&text), "{text:?}");
         }
         assert_eq!(normalize("e\u{301}中a\u{30A}"), "é中å");
+    }
+
+    #[test]
+    fn fast_kinds_agree_with_the_normaliser() {
+        use unicode_normalization::char::canonical_combining_class;
+        use unicode_normalization::{is_nfkc_quick, IsNormalized};
+        for c in (0..=0xFFFFu32).filter_map(char::from_u32) {
+            let nfkc: String = c.nfkc().collect();
+            match kind(c) {
+                Kind::Stable => {
+                    assert_eq!(nfkc, c.to_string(), "{c:?} is its own form");
+                    assert_eq!((canonical_combining_class(c), is_nfkc_quick(std::iter::once(c))), (0, IsNormalized::Yes), "{c:?}");
+                }
+                Kind::Wide => {
+                    assert_eq!(nfkc, narrow(c).to_string(), "{c:?}");
+                    assert_eq!(canonical_combining_class(c), 0, "{c:?}");
+                }
+                Kind::Other => {}
+            }
+        }
+        // What a wide form maps to never composes with what precedes it.
+        for c in (0xFF01..=0xFF5Eu32).filter_map(char::from_u32) {
+            assert!(narrow(c).is_ascii());
+        }
     }
 
     #[test]

@@ -147,6 +147,7 @@ impl Options {
         let mut n_terms = Vec::with_capacity(list.len());
         let mut vectors = self.with_vector.then(|| FixedSizeBinaryBuilder::with_capacity(list.len(), VECTOR_BYTES));
         let mut votes: Vec<(u64, f64, u32)> = Vec::new();
+        let mut fixed: Vec<(u64, i64)> = Vec::new();
         for row in 0..list.len() {
             votes.clear();
             if list.is_valid(row) {
@@ -175,9 +176,9 @@ impl Options {
                 continue;
             }
             let mut hasher = SimHasher::default();
-            for &(h, w, _) in &votes {
-                hasher.add_fixed(h, fixed_weight(w));
-            }
+            fixed.clear();
+            fixed.extend(votes.iter().map(|&(h, w, _)| (h, fixed_weight(w))));
+            hasher.add_all_fixed(&fixed);
             simhashes.push(Some(hasher.finish()));
             n_terms.push(votes.iter().map(|v| i64::from(v.2)).sum());
             if let Some(v) = &mut vectors {
