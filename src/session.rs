@@ -98,6 +98,14 @@ pub enum Role {
 #[derive(Debug)]
 pub struct WorkInMemory;
 
+/// The bytes of a partition's rows that an embedded run without a memory
+/// limit sorts at once (`datafusion.execution.sort_in_place_threshold_bytes`,
+/// 1 MiB by default): the fingerprints' sort by id, Weibo's 768,035 rows with
+/// their term sets, keys and sketches, went from 0.7 to 0.45 s. Larger
+/// partitions are sorted batch by batch and merged, as by default: one array
+/// of a column then stays far below the 2 GiB that 32-bit offsets can address.
+const SORT_AT_ONCE: usize = 1 << 30;
+
 /// Whether `ctx`'s work tables stay in memory ([`WorkInMemory`]).
 pub fn work_in_memory(ctx: &datafusion::prelude::SessionContext) -> bool {
     ctx.state().config().get_extension::<WorkInMemory>().is_some()
@@ -109,7 +117,11 @@ pub fn state(role: Role, config: SessionConfig) -> datafusion::error::Result<Ses
     let builder = match role {
         Role::Embedded { memory_limit } => SessionStateBuilder::new()
             .with_config(match memory_limit {
-                None => config.with_extension(Arc::new(WorkInMemory)),
+                // Without a bound on memory, each partition's rows (up to
+                // SORT_AT_ONCE) are sorted at once rather than batch by batch
+                // and merged: one bulk copy of the rows instead of a merge
+                // that copies them row by row.
+                None => config.with_extension(Arc::new(WorkInMemory)).set_usize("datafusion.execution.sort_in_place_threshold_bytes", SORT_AT_ONCE),
                 Some(_) => config,
             })
             .with_runtime_env(runtime_env(None, memory_limit)?)
