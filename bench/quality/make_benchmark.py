@@ -19,8 +19,9 @@ suffix, tag, shortened; on slices with titles), and a mix of three edits
 Hard negatives come with it: copies of different articles are wrapped in the
 same few site templates, and originals share categories. Duplicates already
 present among the originals are found by brute force over every pair
-(Jaccard similarity of character 5-gram sets >= 0.7 after normalisation) and
-labelled `natural`. The `source` of every document is its slice name, so
+(Jaccard similarity of character 5-gram sets >= 0.7 after normalisation;
+with `--natural containment`, 70 % of the shorter text's 5-grams found in the
+other) and labelled `natural`. The `source` of every document is its slice name, so
 `neardup dedup -i long_zh=OUT/long_zh/documents.parquet` matches the truth.
 
 Deterministic: the same data, seed and scale give byte-identical files.
@@ -208,7 +209,20 @@ EDITS.append(mixed)
 
 # ---- one slice -------------------------------------------------------------
 
-def build_slice(name, path, n_originals, min_chars, seed):
+def natural_share(a, b, natural_by):
+    """How alike two originals' shingle sets are, as `--natural` measures it:
+    their Jaccard similarity, or the share of the smaller set found in the
+    other (containment of the shorter text, the definition of duplicate that
+    `--min-shared` states)."""
+    inter = len(a & b)
+    if not inter:
+        return 0.0
+    if natural_by == "containment":
+        return inter / min(len(a), len(b))
+    return inter / (len(a) + len(b) - inter)
+
+
+def build_slice(name, path, n_originals, min_chars, seed, natural_by="jaccard"):
     table = pq.read_table(path)
     rows = [r for r in table.to_pylist() if r["text"] and len(r["text"].strip()) >= min_chars]
     rng = random.Random(f"{seed}/{name}")
@@ -247,8 +261,7 @@ def build_slice(name, path, n_originals, min_chars, seed):
         a_id, a = sets[i]
         for j in range(i + 1, len(sets)):
             b_id, b = sets[j]
-            inter = len(a & b)
-            if inter and inter / (len(a) + len(b) - inter) >= NATURAL_JACCARD:
+            if natural_share(a, b, natural_by) >= NATURAL_JACCARD:
                 truth.append((a_id, b_id, "natural"))
                 natural += 1
     docs.sort(key=lambda d: d["id"])
@@ -270,12 +283,16 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--scale", choices=["quick", "full"], default="full")
     parser.add_argument("--seed", default="20261122")
+    parser.add_argument("--natural", choices=["jaccard", "containment"], default="jaccard",
+                        help="how duplicates among the originals are found: Jaccard of character 5-gram sets >= 0.7 "
+                             "(the benchmark's definition), or >= 70 %% of the shorter text's 5-grams in the other "
+                             "(the definition of --min-shared 0.7)")
     args = parser.parse_args()
     for name, (file, quick, full, min_chars) in SLICES.items():
         path = os.path.join(args.data, file)
         if not os.path.exists(path):
             sys.exit(f"make_benchmark.py: {path} is missing (the shared data folder must be beside the project)")
-        docs, truth, originals, natural = build_slice(name, path, quick if args.scale == "quick" else full, min_chars, args.seed)
+        docs, truth, originals, natural = build_slice(name, path, quick if args.scale == "quick" else full, min_chars, args.seed, args.natural)
         folder = os.path.join(args.out, name)
         os.makedirs(folder, exist_ok=True)
         for table, file_name in [(docs, "documents.parquet"), (truth, "truth.parquet")]:
