@@ -5,10 +5,9 @@
 -- planner folds the CASE on the constant measure away). Each kept pair carries how
 -- much of each side's text the other holds: shared_a is the share of
 -- simhash_a's document's shingles found in simhash_b's, shared_b the
--- reverse (containment of the shingle sketches). With a duplication policy
--- ({{min_shared}}, NULL without one) a pair is kept only when the shorter
--- document's share, the larger of the two, reaches it; a share that cannot
--- be measured does not.
+-- reverse (containment of the shingle sketches). These are the checked
+-- pairs; the duplication policy (58_kept_pairs.sql) keeps those that share
+-- enough text, and the summary counts both.
 COPY (
   WITH scored AS (
     SELECT c.simhash_a, c.simhash_b, c.hamming,
@@ -19,15 +18,14 @@ COPY (
     JOIN term_sets x ON x.simhash = c.simhash_a
     JOIN term_sets y ON y.simhash = c.simhash_b
   ),
-  kept AS (
-    SELECT simhash_a, simhash_b, hamming, similarity,
-           containment(shingles_a, shingles_b) AS shared_a,
-           containment(shingles_b, shingles_a) AS shared_b
+  checked AS (
+    SELECT simhash_a, simhash_b, hamming, similarity, shingles_a, shingles_b
     FROM scored
     WHERE similarity >= {{threshold}}
   )
-  SELECT simhash_a, simhash_b, hamming, similarity, shared_a, shared_b
-  FROM kept
-  WHERE {{min_shared}} IS NULL OR COALESCE(greatest(shared_a, shared_b), -1.0) >= {{min_shared}}
+  SELECT simhash_a, simhash_b, hamming, similarity,
+         containment(shingles_a, shingles_b) AS shared_a,
+         containment(shingles_b, shingles_a) AS shared_b
+  FROM checked
   ORDER BY simhash_a, simhash_b
 ) TO {{path}} STORED AS PARQUET OPTIONS ('format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')

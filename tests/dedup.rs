@@ -507,6 +507,8 @@ fn pairs_carry_their_shared_text_and_a_policy_governs_them() {
     }
     let s = summary(&out);
     assert_eq!(s["min_shared"], serde_json::Value::Null, "--min-shared none");
+    let (checked, near) = (s["checked_pairs"].as_u64().unwrap(), s["near_fingerprint_pairs"].as_u64().unwrap());
+    assert!(checked == near && near > 0 && checked < s["candidate_pairs"].as_u64().unwrap(), "without a policy the checked pairs are kept: {s}");
     let by_share: u64 = s["shared_text"]["pairs_by_share"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).sum();
     assert_eq!(by_share + s["shared_text"]["unmeasured"].as_u64().unwrap(), s["pairs"].as_u64().unwrap(), "{s}");
 
@@ -520,6 +522,8 @@ fn pairs_carry_their_shared_text_and_a_policy_governs_them() {
     assert!(kept.len() < all.len());
     let s = summary(&strict);
     assert_eq!(s["min_shared"], 1.0);
+    assert_eq!(s["checked_pairs"].as_u64(), Some(checked), "the policy comes after the check");
+    assert!(s["near_fingerprint_pairs"].as_u64().unwrap() < checked, "the policy leaves some checked pairs out: {s}");
     // Recorded with the outputs too: in the footer of pairs/.
     let neardup = footer(&strict.join("pairs/part-00000.parquet"));
     assert_eq!((neardup["min_shared"].as_f64(), neardup["shingles"].as_str()), (Some(1.0), Some("shingles:5-tokens,bottom-256,mix-32")));

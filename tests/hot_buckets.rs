@@ -55,7 +55,7 @@ async fn minhash_pairs(fingerprints: &Path, split: bool, hot: u64, work: &Path) 
     let candidates = path("candidates/minhash.parquet");
     run(render(MINHASH_CANDIDATES, &[("path", Param::Text(&candidates)), ("hot", Param::Int(hot)), ("threshold", Param::Float(0.5))])).await;
     neardup::storage::register_parquet(&ctx, "candidates", &path("candidates/")).await.unwrap();
-    run(render(VERIFIED_PAIRS, &[("path", Param::Text(&path("near/near.parquet"))), ("measure", Param::Text("jaccard")), ("threshold", Param::Float(0.5)), ("min_shared", Param::FloatOrNull(None))])).await;
+    run(render(VERIFIED_PAIRS, &[("path", Param::Text(&path("near/near.parquet"))), ("measure", Param::Text("jaccard")), ("threshold", Param::Float(0.5))])).await;
 
     let near = read_dir(&work.join("near"));
     let (a, b) = (u64s(&near, "simhash_a"), u64s(&near, "simhash_b"));

@@ -28,11 +28,28 @@ pub(super) async fn eligible_without(ctx: &SessionContext, out: &OutputDir, reje
 pub(super) struct NearPairs {
     pub plan: Option<BandPlan>,
     pub candidates: u64,
-    /// Pairs of fingerprints that passed the check (table `near_pairs`).
+    /// Candidates that passed the check, before the duplication policy
+    /// (all of them without a check).
+    pub checked: u64,
+    /// Pairs of fingerprints that passed the check and the policy (table
+    /// `near_pairs`).
     pub edges: Vec<(u64, u64)>,
 }
 
 impl NearPairs {
+    /// What the check and the policy kept, for the progress line: the
+    /// candidates checked per pair kept is the join's own measure of waste.
+    pub(super) fn describe_check(&self, join: &JoinOptions) -> String {
+        let checked = match join.verify.measure() {
+            Some((measure, threshold)) => format!("{} of {} candidates pass the check ({measure} >= {threshold})", self.checked, self.candidates),
+            None => format!("{} candidates", self.candidates),
+        };
+        match join.min_shared() {
+            Some(policy) => format!("{checked}, {} of them share >= {} of the shorter text", self.edges.len(), policy.value()),
+            None => checked,
+        }
+    }
+
     /// Label every fingerprint of a pair with its connected component, into
     /// the work table `components` (`simhash`, `cluster_id`); returns the
     /// summary fields of the join, which one-shot and store runs share.
@@ -47,6 +64,7 @@ impl NearPairs {
         let summary = Summary {
             neardup_version: env!("CARGO_PKG_VERSION").into(),
             near_fingerprint_pairs: self.edges.len() as u64,
+            checked_pairs: self.checked,
             max_hamming: join.max_hamming,
             band_plan: self.plan.as_ref().map(|plan| BandPlanSummary::of(plan, join.blocks.is_none())),
             candidates: candidates_name(join),
@@ -111,31 +129,30 @@ pub(super) async fn near_pairs(
     let sources = sources.join("; ");
     progress.done("join", describe(candidates, &sources));
     progress.begin("verify", None);
-    match join.verify.measure() {
+    let checked = match join.verify.measure() {
         // Unchecked candidates are the pairs; their shares of shared text
         // are measured on the anchors (70_pairs.sql).
         None => {
             let unchecked = "SELECT *, CAST(NULL AS DOUBLE) AS shared_a, CAST(NULL AS DOUBLE) AS shared_b FROM candidates";
             create_view(ctx, table::NEAR_PAIRS, unchecked).await?;
+            candidates
         }
         Some((measure, threshold)) => {
-            let near_path = out.staged("_work/near_pairs.parquet");
-            let params = [
-                ("path", Param::Text(&near_path)),
-                ("measure", Param::Text(measure)),
-                ("threshold", Param::Float(threshold)),
-                ("min_shared", Param::FloatOrNull(join.min_shared().map(MinShared::value))),
-            ];
+            let checked_path = out.staged("_work/checked_pairs.parquet");
+            let params = [("path", Param::Text(&checked_path)), ("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))];
             collect(ctx, &render(sql::VERIFIED_PAIRS, &params)).await?;
-            register_parquet(ctx, table::NEAR_PAIRS, &near_path).await?;
+            register_parquet(ctx, table::CHECKED_PAIRS, &checked_path).await?;
+            let policy = [("min_shared", Param::FloatOrNull(join.min_shared().map(MinShared::value)))];
+            create_view(ctx, table::NEAR_PAIRS, &render(sql::KEPT_PAIRS, &policy)).await?;
+            scalar_u64(ctx, "SELECT count(*) FROM checked_pairs").await?
         }
-    }
+    };
     let mut edges = Vec::new();
     for b in &collect(ctx, "SELECT simhash_a, simhash_b FROM near_pairs").await? {
         let (a, c) = (column_u64(b, 0)?, column_u64(b, 1)?);
         edges.extend(a.values().iter().copied().zip(c.values().iter().copied()));
     }
-    Ok(NearPairs { plan, candidates, edges })
+    Ok(NearPairs { plan, candidates, checked, edges })
 }
 
 /// The table `term_sets` (sql/57_term_sets.sql) of tonight's rows (the

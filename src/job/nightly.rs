@@ -145,8 +145,7 @@ async fn tonight_pairs(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir
     })
     .await?;
     if join.verify.measure().is_some() {
-        let (near_count, candidate_count) = (found.edges.len(), found.candidates);
-        progress.done("verify", format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} copies rejected"));
+        progress.done("verify", format!("{}; {unconfirmed} copies rejected", found.describe_check(join)));
     }
     Ok(found)
 }

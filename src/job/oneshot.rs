@@ -107,12 +107,8 @@ pub(super) async fn join_stages(
         format!("{n} candidate pairs among {distinct} distinct fingerprints ({sources})")
     })
     .await?;
-    if let Some((measure, threshold)) = verify.measure() {
-        let (near_count, candidate_count) = (found.edges.len(), found.candidates);
-        progress.done(
-            "verify",
-            format!("{near_count} of {candidate_count} candidates kept, {unconfirmed} identical-fingerprint copies rejected ({measure} >= {threshold})"),
-        );
+    if verify.measure().is_some() {
+        progress.done("verify", format!("{}; {unconfirmed} identical-fingerprint copies rejected", found.describe_check(join)));
     }
 
     progress.begin("clusters", None);

@@ -205,6 +205,7 @@ fn brief(s: &Summary) -> Report {
         ("duplicates".into(), s.duplicates),
         ("pairs".into(), s.pairs),
         ("candidates".into(), s.candidate_pairs),
+        ("passing the check".into(), s.checked_pairs),
         ("near fingerprint pairs".into(), s.near_fingerprint_pairs),
     ];
     if let Some(st) = &s.store {

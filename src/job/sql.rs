@@ -38,6 +38,8 @@ pub mod table {
     pub const TERM_SETS: &str = "term_sets";
     pub const MINHASH_BUCKETS: &str = "minhash_buckets";
     pub const CANDIDATES: &str = "candidates";
+    /// Candidates that passed the check, before the duplication policy.
+    pub const CHECKED_PAIRS: &str = "checked_pairs";
     pub const NEAR_PAIRS: &str = "near_pairs";
     /// Connected components of the near pairs, computed in Rust.
     pub const COMPONENTS: &str = "components";
@@ -61,6 +63,7 @@ pub mod table {
         TERM_SETS,
         MINHASH_BUCKETS,
         CANDIDATES,
+        CHECKED_PAIRS,
         NEAR_PAIRS,
         COMPONENTS,
         CLUSTERS,
@@ -90,9 +93,10 @@ statement!(FINGERPRINTS, "40_fingerprints.sql", ["model", "model_version", "n_do
 statement!(NEAR_PAIRS, "50_near_pairs.sql", ["k", "m", "path"], reads [table::FINGERPRINTS, table::STORED]);
 statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path"], reads [table::TERM_SETS]);
 statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold", "path"], reads [table::MINHASH_BUCKETS, table::TERM_SETS]);
-statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "min_shared", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
+statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
 statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", [], reads [table::FINGERPRINTS]);
 statement!(TERM_SETS, "57_term_sets.sql", ["tonight", "path"], reads [table::STORED_TERM_SETS]);
+statement!(KEPT_PAIRS, "58_kept_pairs.sql", ["min_shared"], reads [table::CHECKED_PAIRS]);
 statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"], reads [table::COMPONENTS, table::ELIGIBLE]);
 statement!(ANCHORS, "69_anchors.sql", ["path"], reads [table::CLUSTERS, table::ELIGIBLE, table::NEAR_PAIRS, table::STORED, table::STORED_TERM_SETS]);
 statement!(PAIRS, "70_pairs.sql", ["path"], reads [table::ANCHORS, table::ELIGIBLE, table::NEAR_PAIRS]);
@@ -121,6 +125,7 @@ pub const ALL: &[Statement] = &[
     VERIFIED_PAIRS,
     UNCONFIRMED_COPIES,
     TERM_SETS,
+    KEPT_PAIRS,
     CLUSTERS,
     ANCHORS,
     PAIRS,

@@ -174,8 +174,13 @@ pub struct Summary {
     /// Distinct lines dropped as boilerplate (with boilerplate_lines set).
     #[serde(default)]
     pub boilerplate_lines: u64,
-    /// Near pairs of distinct fingerprints: candidates that passed verification.
+    /// Near pairs of distinct fingerprints: candidates that passed the
+    /// check and the duplication policy.
     pub near_fingerprint_pairs: u64,
+    /// Candidate pairs that passed the check, before the duplication policy
+    /// (`candidate_pairs` without a check).
+    #[serde(default)]
+    pub checked_pairs: u64,
     /// Rows of pairs/.
     pub pairs: u64,
     pub clusters: u64,
