@@ -39,10 +39,14 @@ fn quick_benchmark_is_deterministic_and_quality_stays_above_its_floor() {
     // pairs P / R 1.0 / 1.0 (long_zh), 1.0 / 0.93 (news_zh), 0.86 / 0.84 (short_zh), 1.0 / 1.0 (en);
     // with the duplication policy (70 % of the shorter text shared), 2026-11-25: the same,
     // but short_zh 0.90 / 0.85; with boilerplate lines dropped by default, 2026-11-26:
-    // short_zh 0.94 / 0.87, the others the same.
+    // short_zh 0.94 / 0.87, the others the same. With sentences inserted from
+    // outside the benchmark, deleted or inserted sentences a small edit and
+    // natural duplicates labelled by containment (2026-11-26): 1.0 / 1.0,
+    // 1.0 / 0.96, 1.0 / 0.92, 1.0 / 1.0.
     // And SimHash alone at k = 6 (paper 000's claim: improved beats TF):
-    // recall 0.88 vs 0.79 (long_zh), 0.87 vs 0.82 (en), precision 1.0.
-    for (slice, precision_floor, recall_floor) in [("long_zh", 0.99, 0.99), ("news_zh", 0.99, 0.88), ("short_zh", 0.93, 0.85), ("en", 0.99, 0.99)] {
+    // recall 0.88 vs 0.79 (long_zh), 0.87 vs 0.82 (en), precision 1.0; with the
+    // small edits of 2026-11-26, 0.89 vs 0.87 and 0.88 vs 0.82.
+    for (slice, precision_floor, recall_floor) in [("long_zh", 0.99, 0.99), ("news_zh", 0.99, 0.94), ("short_zh", 0.99, 0.90), ("en", 0.99, 0.99)] {
         for file in ["documents.parquet", "truth.parquet"] {
             let (a, b) = (first.join(slice).join(file), second.join(slice).join(file));
             assert!(std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(), "{slice}/{file} differs between two runs");
@@ -66,31 +70,64 @@ fn quick_benchmark_is_deterministic_and_quality_stays_above_its_floor() {
         let (precision, recall) = score("default", &[]);
         assert!(precision >= precision_floor, "{slice}: pair precision {precision} fell below {precision_floor}");
         assert!(recall >= recall_floor, "{slice}: pair recall {recall} fell below {recall_floor}");
-        // SimHash-cosine, measured 2026-11-25 (P / R): cosine:0.8 1.0 / 1.0 (long_zh),
-        // 1.0 / 0.89 (news_zh), 0.98 / 0.81 (short_zh, against 0.90 / 0.85 by default),
-        // 1.0 / 0.99 (en); at cosine:0.9 improved weights recall 0.97 / 0.74 / 0.67 / 0.96
-        // against TF's 0.94 / 0.70 / 0.57 / 0.93.
+        // SimHash-cosine, measured 2026-11-26 (P / R): cosine:0.8 1.0 / 1.0 (long_zh),
+        // 1.0 / 0.92 (news_zh), 1.0 / 0.91 (short_zh), 1.0 / 0.99 (en). At cosine:0.9
+        // improved weights recall 0.96 / 0.74 / 0.74 / 0.96 against TF's 0.95 / 0.76 /
+        // 0.77 / 0.93: the paper's claim holds on articles, not on paragraphs and
+        // posts (docs/quality.md, "Small edits and labels by containment").
         let (cosine_floor_p, cosine_floor_r) = match slice {
             "long_zh" => (0.99, 0.99),
-            "news_zh" => (0.99, 0.85),
-            "short_zh" => (0.95, 0.77),
+            "news_zh" => (0.99, 0.88),
+            "short_zh" => (0.99, 0.87),
             _ => (0.99, 0.97),
         };
         let (p_cos, r_cos) = score("cosine", &["--verify", "cosine:0.8"]);
         assert!(p_cos >= cosine_floor_p && r_cos >= cosine_floor_r, "{slice}: cosine:0.8 at {p_cos} / {r_cos}");
-        if slice == "short_zh" {
-            assert!(p_cos >= precision + 0.03, "short posts: cosine:0.8 ({p_cos}) no longer beats the term sets' precision ({precision})");
-        }
-        let (_, r_imp) = score("cosine-improved", &["--verify", "cosine:0.9"]);
-        let (_, r_tf) = score("cosine-tf", &["--verify", "cosine:0.9", "--weighting", "tf"]);
-        assert!(r_imp >= r_tf + 0.01, "{slice}: under cosine:0.9 improved weighting ({r_imp}) no longer beats TF ({r_tf})");
         if slice == "long_zh" || slice == "en" {
+            let (_, r_imp) = score("cosine-improved", &["--verify", "cosine:0.9"]);
+            let (_, r_tf) = score("cosine-tf", &["--verify", "cosine:0.9", "--weighting", "tf"]);
+            assert!(r_imp >= r_tf + 0.01, "{slice}: under cosine:0.9 improved weighting ({r_imp}) no longer beats TF ({r_tf})");
             let simhash_only = ["--candidates", "simhash", "--verify", "none", "-k", "6"];
             let (p_tf, r_tf) = score("tf", &[&simhash_only[..], &["--weighting", "tf"]].concat());
             let (p_imp, r_imp) = score("improved", &simhash_only);
             assert!(p_tf >= 0.99 && p_imp >= 0.99, "{slice}: SimHash k = 6 lost precision ({p_tf}, {p_imp})");
-            assert!(r_imp >= r_tf + 0.03, "{slice}: improved weighting ({r_imp}) no longer beats TF ({r_tf}) at k = 6");
+            assert!(r_imp > r_tf, "{slice}: improved weighting ({r_imp}) no longer beats TF ({r_tf}) at k = 6");
         }
+    }
+}
+
+/// One run over all four slices at the defaults (bench/quality/mixed_run.py):
+/// a mixed crawl gets, for each kind of text, the quality of a run over that
+/// kind alone, and no document is paired with one of another kind. Measured
+/// 2026-11-26 (pair P / R): 1.0 / 1.0 (long_zh), 1.0 / 0.99 (news_zh), 1.0 /
+/// 0.97 (short_zh), 1.0 / 1.0 (en). The mixed run finds more than the slices
+/// alone at this scale: the site templates of the Chinese slices reach the
+/// boilerplate threshold (10 documents) only together.
+#[test]
+fn one_run_over_every_kind_of_text_keeps_each_kinds_quality() {
+    if shared_data("heybox_articles.parquet").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("bench");
+    if !generate(&bench) {
+        return;
+    }
+    let python = std::env::var("NEARDUP_PYTHON").unwrap();
+    let o = Command::new(python)
+        .arg(root().join("bench/quality/mixed_run.py"))
+        .args(["--json", "--bench", bench.to_str().unwrap(), "--neardup", env!("CARGO_BIN_EXE_neardup")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "mixed_run.py failed:\n{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(report["pairs_across_slices"], 0, "documents of different kinds paired: {report}");
+    for (slice, recall_floor) in [("long_zh", 0.99), ("news_zh", 0.97), ("short_zh", 0.95), ("en", 0.99)] {
+        let r = &report["slices"][slice];
+        let (p, recall) = (r["pair_precision"].as_f64().unwrap(), r["pair_recall"].as_f64().unwrap());
+        eprintln!("{slice} in one run: pair precision {p:.4}, recall {recall:.4}");
+        assert!(r["truth_pairs"].as_u64().unwrap() >= 80, "{slice}: the benchmark lost its pairs");
+        assert!(p >= 0.99 && recall >= recall_floor, "{slice} in one run: {p} / {recall}, floors 0.99 / {recall_floor}");
     }
 }
 
