@@ -9,7 +9,9 @@ def sql(neardup, tables, query):
     for t in tables:
         args += ["--table", t]
     out = subprocess.run(args + ["-c", query], check=True, capture_output=True, text=True).stdout
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
+    # One object a line; split on newlines only: str.splitlines() also splits
+    # on separators such as U+2028, which JSON leaves unescaped in a text.
+    return [json.loads(line) for line in out.split("\n") if line.strip()]
 
 
 def dedup(neardup, inputs, out, extra):

@@ -17,9 +17,23 @@ paragraphs and Weibo original posts:
    different cards of one game, not copies (docs/quality.md); rewrites of one
    event by different authors are still to be found.
 
+Rewrites of one *event* by different authors are found by a second procedure,
+since sharing words does not make two texts one event:
+
+1. stories named by reading the corpora (STORIES below): on BBC News, the
+   articles whose titles name one running story (the Greek sprinters' doping
+   case, the Yukos affair, David Blunkett's resignation, the WorldCom trial,
+   The Aviator's awards season); on Weibo original posts, the posts that carry
+   one news event's hashtag (the Boston bombing, the Ya'an earthquake, the
+   WeChat fee plan, the "周一见" scandal, ...), not a column's (晚安, 快讯);
+2. every pair of one story whose texts, both of at least 60 characters, share
+   at most 5 % of the shorter one (containment of neardup's shingle sketches,
+   `containment(shingle_sketch(a), shingle_sketch(b))` in `neardup sql`);
+3. `events.md` prints them side by side, to be read.
+
 Then each knob S runs at the defaults otherwise (`--min-shared S`), and the
-script counts the same-story pairs that end up in one cluster: the target is
-none at any S.
+script counts the pairs of both lists that end up in one cluster: the target
+is none at any S.
 
     python bench/quality/same_story.py --out target/same-story --neardup target/release/neardup
 """
@@ -36,6 +50,26 @@ CORPORA = {
     "weibo": "weibo_original.parquet",
 }
 MAX_SHARED = 0.05
+# Running stories and news events, named by reading titles and hashtags
+# (docs/quality.md): corpus -> story -> the words that name it (in a BBC
+# title; in a Weibo post's text, its hashtag).
+STORIES = {
+    "bbc": {
+        "Greek sprinters' doping case": ["Greek", "Kenteris"],
+        "Yukos affair": ["Yukos"],
+        "Blunkett resignation": ["Blunkett"],
+        "WorldCom trial": ["Ebbers", "WorldCom"],
+        "The Aviator's awards season": ["Aviator"],
+    },
+    "weibo": {
+        "Boston marathon bombing": ["#波士顿爆炸#"],
+        "Ya'an earthquake": ["#四川雅安地震#", "#地震温情#"],
+        "WeChat fee plan": ["#微信收费标准#"],
+        "周一见 scandal": ["#周一见#"],
+        "越南乳瓜": ["#越南乳瓜#"],
+        "5-yuan train meals": ["#火车盒饭5元#"],
+    },
+}
 # Shorter texts (captions, photo credits, "(with 1 picture)") share a word or
 # two by chance, not a story.
 MIN_CHARS = 60
@@ -79,10 +113,14 @@ def main():
                     f"shared {p['shared_a']:.2f} / {p['shared_b']:.2f}\n\n")
             f.write(f"- {texts.get((p['source_a'], p['id_a']), '')}\n- {texts.get((p['source_b'], p['id_b']), '')}\n\n")
 
-    results = {"same_story_pairs": len(truth), "by_source": {}, "merged": {}}
+    events = same_event_pairs(args)
+    results = {"same_story_pairs": len(truth), "by_source": {}, "same_event_pairs": len(events),
+               "events": {}, "merged": {}, "events_merged": {}}
     for p in pairs:
         key = f"{p['source_a']}/{p['source_b']}"
         results["by_source"][key] = results["by_source"].get(key, 0) + 1
+    for e in events:
+        results["events"][e["story"]] = results["events"].get(e["story"], 0) + 1
     for knob in KNOBS + ["none"]:
         out = os.path.join(args.out, f"min-shared-{knob}")
         dedup(args.neardup, inputs, out, ["--min-shared", knob])
@@ -91,9 +129,53 @@ def main():
         merged = sum(1 for (sa, ia, sb, ib) in truth
                      if (sa, ia) in cluster_of and cluster_of[(sa, ia)] == cluster_of.get((sb, ib)))
         results["merged"][knob] = merged
+        results["events_merged"][knob] = sum(
+            1 for e in events if (e["source"], e["a"]) in cluster_of and cluster_of[(e["source"], e["a"])] == cluster_of.get((e["source"], e["b"])))
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(results, f, indent=2)
     print(json.dumps(results, indent=2))
+
+
+def same_event_pairs(args):
+    """The pairs of one story of STORIES that share at most MAX_SHARED of the
+    shorter text, both of at least MIN_CHARS characters; written, with their
+    texts, to OUT/events.md."""
+    import itertools
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    found = []
+    for source, stories in STORIES.items():
+        file = os.path.join(args.data, CORPORA[source])
+        column = "title" if source == "bbc" else "text"
+        docs = sql(args.neardup, [f"d={file}"], f"SELECT CAST(id AS VARCHAR) AS id, {column} AS named, text FROM d "
+                                                 f"WHERE character_length(text) >= {MIN_CHARS}")
+        candidates = []
+        for story, words in stories.items():
+            members = sorted(d["id"] for d in docs if d["named"] and any(w in d["named"] for w in words))
+            candidates += [(story, a, b) for a, b in itertools.combinations(members, 2)]
+        if not candidates:
+            continue
+        table = os.path.join(args.out, f"event-candidates-{source}.parquet")
+        pq.write_table(pa.table({"story": [c[0] for c in candidates], "a": [c[1] for c in candidates],
+                                 "b": [c[2] for c in candidates]}), table)
+        shares = sql(args.neardup, [f"d={file}", f"p={table}"],
+                     "SELECT p.story, p.a, p.b, containment(shingle_sketch(x.text), shingle_sketch(y.text)) AS shared_a, "
+                     "containment(shingle_sketch(y.text), shingle_sketch(x.text)) AS shared_b, "
+                     "substr(x.text, 1, 160) AS head_a, substr(y.text, 1, 160) AS head_b "
+                     "FROM p JOIN d x ON CAST(x.id AS VARCHAR) = p.a JOIN d y ON CAST(y.id AS VARCHAR) = p.b "
+                     "ORDER BY p.story, p.a, p.b")
+        found += [dict(r, source=source) for r in shares if max(r["shared_a"], r["shared_b"]) <= MAX_SHARED]
+    with open(os.path.join(args.out, "events.md"), "w") as f:
+        shown = {}
+        for e in found:
+            shown[e["story"]] = shown.get(e["story"], 0) + 1
+            if shown[e["story"]] > 6:
+                continue
+            f.write(f"## {e['story']}: {e['source']}/{e['a']} and {e['b']}, shared {e['shared_a']:.2f} / {e['shared_b']:.2f}\n\n")
+            f.write(f"- {e['head_a'].replace(chr(10), ' ')}\n- {e['head_b'].replace(chr(10), ' ')}\n\n")
+    return found
 
 
 if __name__ == "__main__":
