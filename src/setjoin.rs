@@ -51,6 +51,10 @@ fn needed_overlap(n: usize, m: usize, t: f64) -> i64 {
 /// found on earlier nights. They are posted apart, and only a set of
 /// tonight's looks them up.
 pub fn jaccard_pairs(sets: &[&[u64]], t: f64, tonight: impl Fn(usize) -> bool, wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
+    let tonights: Vec<usize> = (0..sets.len()).filter(|&i| tonight(i) && !sets[i].is_empty()).collect();
+    if tonights.len() <= FEW_TONIGHT {
+        return few_tonight(sets, t, &tonights, wanted);
+    }
     let ranked = rank_rarest_first(sets);
     let mut order: Vec<usize> = (0..sets.len()).filter(|&i| !sets[i].is_empty()).collect();
     order.sort_by_key(|&i| (sets[i].len(), i));
@@ -92,6 +96,38 @@ pub fn jaccard_pairs(sets: &[&[u64]], t: f64, tonight: impl Fn(usize) -> bool, w
         }
         for (i, &w) in terms[..prefix].iter().enumerate() {
             postings[ours][w as usize].push((x as u32, i as u32));
+        }
+    }
+    pairs.sort_unstable();
+    pairs
+}
+
+/// Sets of tonight in a group at or below which each is compared with every
+/// other set directly ([`few_tonight`]). A store night's hot bucket holds
+/// one or two of tonight's posts among thousands of stored ones, which are
+/// never compared with each other: ranking and posting every stored set's
+/// terms cost more than a size check and a merge of each with tonight's few.
+const FEW_TONIGHT: usize = 4;
+
+/// [`jaccard_pairs`] of a group with few sets of tonight (`tonights`, the
+/// non-empty ones): each against every other set, the pairs of two of
+/// tonight's once, sizes first (Jaccard is at most the ratio of the sizes),
+/// then the check's own [`jaccard`].
+fn few_tonight(sets: &[&[u64]], t: f64, tonights: &[usize], wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
+    let mut pairs = Vec::new();
+    for &x in tonights {
+        let n = sets[x].len() as f64;
+        for (y, set) in sets.iter().enumerate() {
+            let m = set.len() as f64;
+            let (lo, hi) = (x.min(y), x.max(y));
+            // Pairs of two of tonight's are looked at from the first of them.
+            let seen = tonights.contains(&y) && y < x;
+            if y == x || set.is_empty() || seen || n.min(m) < t * n.max(m) - SLACK || !wanted(lo, hi) {
+                continue;
+            }
+            if jaccard(sets[x], set) >= t {
+                pairs.push((lo, hi));
+            }
         }
     }
     pairs.sort_unstable();
@@ -187,6 +223,29 @@ mod tests {
         let mixed = |i: usize, j: usize| (i + j) % 2 == 1;
         assert_eq!(jaccard_pairs(&views, 0.5, |i| i % 2 == 0, mixed), brute_force(&sets, 0.5, mixed));
         assert!(found.len() < brute_force(&sets, 0.5, |_, _| true).len());
+    }
+
+    #[test]
+    fn few_of_tonights_sets_among_many_are_compared_directly() {
+        // A store night's hot bucket: one to six of tonight's sets among
+        // hundreds of stored ones, on both sides of FEW_TONIGHT.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+        let sets = bucket(&mut rng, 400, 12);
+        let views: Vec<&[u64]> = sets.iter().map(Vec::as_slice).collect();
+        for few in 1..=6usize {
+            let is_tonight = |i: usize| i % 67 == 0 && i / 67 < few;
+            let wanted = |i: usize, j: usize| is_tonight(i) || is_tonight(j);
+            for t in [1.0 / 3.0, 0.5, 2.0 / 3.0, 1.0] {
+                let expected = brute_force(&sets, t, wanted);
+                assert_eq!(jaccard_pairs(&views, t, is_tonight, |_, _| true), expected, "{few} of tonight's, t {t}");
+                assert!(t == 1.0 || !expected.is_empty());
+            }
+        }
+        // The same pairs whichever way they are found.
+        let is_tonight = |i: usize| i < 3;
+        let direct = few_tonight(&views, 0.5, &[0, 1, 2], |i, j| i < 3 || j < 3);
+        assert_eq!(direct, brute_force(&sets, 0.5, |i, j| i < 3 || j < 3));
+        assert_eq!(jaccard_pairs(&views, 0.5, is_tonight, |_, _| true), direct);
     }
 
     #[test]
