@@ -181,6 +181,14 @@ pub(super) async fn work_table_with(ctx: &SessionContext, settings: &[(&str, &st
     result
 }
 
+/// [`collect`] with session settings changed, restoring them afterwards.
+pub(super) async fn collect_with(ctx: &SessionContext, settings: &[(&str, &str)], statement: &str) -> Result<Vec<RecordBatch>> {
+    let previous = change_settings(ctx, settings).await?;
+    let result = collect(ctx, statement).await;
+    change_settings(ctx, &previous.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>()).await?;
+    result
+}
+
 /// Set each of `settings`; returns what they were.
 async fn change_settings(ctx: &SessionContext, settings: &[(&str, &str)]) -> Result<Vec<(String, String)>> {
     let options = ctx.state().config().options().clone();

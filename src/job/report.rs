@@ -19,7 +19,7 @@ use object_store::ObjectStoreExt;
 use serde::{Deserialize, Serialize};
 
 use super::config::JoinOptions;
-use super::query::{collect, scalar_u64};
+use super::query::{collect, collect_with, scalar_u64};
 use super::sql::{self, render, table, Param};
 use super::summary::{RunCommand, StoreSummary, Summary};
 use crate::error::{Error, Result};
@@ -426,11 +426,7 @@ async fn texts(ctx: &SessionContext, by_cluster: &BTreeMap<String, Vec<Member>>)
          JOIN report_members m ON CAST(d.source AS VARCHAR) = m.source AND d.id = m.id
          WHERE d.id IN ({listed}) GROUP BY m.source, m.id"
     );
-    let pushdown = ctx.state().config().options().execution.parquet.pushdown_filters;
-    collect(ctx, "SET datafusion.execution.parquet.pushdown_filters = true").await?;
-    let found = collect(ctx, &sql).await;
-    collect(ctx, &format!("SET datafusion.execution.parquet.pushdown_filters = {pushdown}")).await?;
-    let rows = rows(&found?);
+    let rows = rows(&collect_with(ctx, &[("datafusion.execution.parquet.pushdown_filters", "true")], &sql).await?);
     Ok(rows.iter().filter_map(|r| Some(((r[0].text()?.to_string(), r[1].text()?.to_string()), r[2].text()?.to_string()))).collect())
 }
 
