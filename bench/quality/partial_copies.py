@@ -5,7 +5,8 @@ From real articles (Heybox for Chinese, BBC News for English) it makes
 copies of which a known share is the original's own text, verbatim, and the
 rest is other articles' text: an original keeps a passage of 20, 40, 60 or
 80 % of its sentences (by characters), in place, and the sentences around
-it are replaced by as much text of another article. Then:
+it are replaced by as much text of other articles, so that the copy has the
+original's length and the passage is the planted share of both. Then:
 
 1. `containment` of each original in its copy, as neardup measures it (the
    shares in pairs/), against the planted share: the error of the measure;
@@ -21,6 +22,7 @@ Deterministic. Needs pyarrow and a neardup binary:
 
     python bench/quality/partial_copies.py --out target/partial --neardup target/release/neardup
 """
+import itertools
 import json
 import os
 import random
@@ -52,10 +54,11 @@ def sentences(text, zh):
     return [s for s in re.split(pattern, text) if s.strip()]
 
 
-def partial_copy(original, donor, grade, rng, zh):
+def partial_copy(original, donors, grade, zh):
     """`original` with a passage of `grade` of its tokens kept in place, the
-    rest replaced by as much of `donor`'s text (as far as it goes); the copy,
-    and the kept passage's share of the original's tokens and of the copy's."""
+    rest replaced by as many characters of other articles' text (`donors`,
+    an endless stream of their sentences); the copy, and the kept passage's
+    share of the original's tokens and of the copy's."""
     parts = sentences(original, zh)
     total = sum(tokens(p) for p in parts)
     # The kept passage: consecutive sentences from a random start, as close to the grade as possible.
@@ -70,15 +73,20 @@ def partial_copy(original, donor, grade, rng, zh):
             if share > grade:
                 break
     start, end, share = best
-    fill = sentences(donor, zh)
     joiner = "" if zh else " "
     before_len = sum(len(p) for p in parts[:start])
     after_len = sum(len(p) for p in parts[end:])
 
     def take(n_chars):
+        """Donor text of `n_chars` characters: whole sentences, then the
+        start of the next one (at a word's end in English)."""
         out, got = [], 0
-        while fill and got < n_chars:
-            s = fill.pop(0)
+        while got < n_chars:
+            s = next(donors)
+            if got + len(s) > n_chars:
+                s = s[: n_chars - got] if zh else s[: n_chars - got].rsplit(" ", 1)[0]
+                out.append(s)
+                break
             out.append(s)
             got += len(s)
         return out
@@ -88,6 +96,13 @@ def partial_copy(original, donor, grade, rng, zh):
     return text, share, kept / tokens(text)
 
 
+def donor_sentences(donors, first, zh):
+    """The sentences of donors[first], then of the donors after it, in turn:
+    a short donor leaves the rest of the gap to the next one."""
+    for i in itertools.count(first):
+        yield from sentences(donors[i % len(donors)]["text"], zh)
+
+
 def build(data, n, seed):
     docs, truth = {}, []
     for name, (file, zh) in CORPORA.items():
@@ -95,16 +110,16 @@ def build(data, n, seed):
         rng = random.Random(f"{seed}/{name}")
         picked = rng.sample(rows, min(2 * n, len(rows)))
         originals, donors = picked[:n], picked[n:]
-        for i, (r, donor) in enumerate(zip(originals, donors)):
+        for i, r in enumerate(originals):
             grade = GRADES[i % len(GRADES)]
             if len(sentences(r["text"], zh)) < 5:
                 continue
-            copy, share, share_of_copy = partial_copy(r["text"], donor["text"], grade, rng, zh)
+            copy, share, share_of_copy = partial_copy(r["text"], donor_sentences(donors, i, zh), grade, zh)
             a, b = f"{name}-{r['id']}", f"{name}-{r['id']}~partial"
             docs[a], docs[b] = r["text"], copy
-            # The donor's own text is not in the corpus: the copy is the original's only relative.
-            # A short donor leaves a shorter copy, of which the passage is a larger share: the
-            # policy asks for the shorter document's share.
+            # The donors' own texts are not in the corpus: the copy is the original's only relative.
+            # The copy has the original's length, so the passage is about the same share of
+            # both; the policy asks for the shorter document's share.
             truth.append({"corpus": name, "id_a": a, "id_b": b, "grade": grade, "share": share,
                           "shorter_share": max(share, share_of_copy)})
     return docs, truth
