@@ -25,7 +25,8 @@
 //! bins: nothing for long documents (all bins filled), but thousands for a
 //! post of two or three terms. Each bin's probe sequence is the same for
 //! every set, so it is tabled once ([`visits`]): sparse sets take the filled
-//! bin of least first visit, in O((K − f) · f) lookups, the others the first
+//! bin of least first visit, for all bins at once in f passes over a column
+//! of K first visits (a minimum that vectorises), the others the first
 //! filled bin in the order of visits, in O((K − f) · K / f) lookups.
 //!
 //! The band keys are what the join and the store use: band `b`'s key hashes
@@ -153,6 +154,7 @@ impl MinHashPlan {
             bins: Vec::with_capacity(self.bins()),
             filled: Vec::with_capacity(self.bins()),
             filled_list: Vec::with_capacity(self.bins()),
+            nearest: Vec::with_capacity(self.bins()),
             visits: None,
         }
     }
@@ -170,12 +172,25 @@ impl MinHashPlan {
     }
 }
 
+/// Sets with at most this many filled bins are densified by columns of first
+/// visits ([`MinHasher::signature`]); measured the faster way up to here for
+/// 128 bins.
+const SPARSE: usize = 48;
+
+/// Bits of a bin's index in [`Visits::first`]: enough for [`MAX_PERMUTATIONS`].
+const BIN_BITS: u32 = 10;
+const BIN_MASK: u32 = (1 << BIN_BITS) - 1;
+const _: () = assert!(MAX_PERMUTATIONS <= 1 << BIN_BITS);
+
 /// One-permutation MinHash of one plan, applied set after set.
 pub struct MinHasher {
     plan: MinHashPlan,
     bins: Vec<u64>,
     filled: Vec<bool>,
     filled_list: Vec<usize>,
+    /// Per bin, the least first visit of a filled bin seen so far, with that
+    /// bin (sparse sets, [`MinHasher::signature`]).
+    nearest: Vec<u32>,
     /// [`visits`] of the plan's bins, shared by every hasher.
     visits: Option<Arc<Visits>>,
 }
@@ -197,10 +212,13 @@ fn probe(i: usize, k: usize, filled: &[bool]) -> usize {
 /// once per number of bins and shared (about K · ln K mixes a bin: 0.1 ms
 /// for 128 bins).
 struct Visits {
-    /// For every bin `i` and every other bin `j`, the attempt at which `i`'s
-    /// probe sequence first reaches `j` (row-major; `u32::MAX` on the
-    /// diagonal): the first filled bin of the sequence is the filled bin of
-    /// least first visit.
+    /// For every bin `j` and every other bin `i`, the attempt at which `i`'s
+    /// probe sequence first reaches `j`, shifted above `j` itself
+    /// (`first[j * k + i] = attempt << BIN_BITS | j`, `u32::MAX` on the
+    /// diagonal): the first filled bin of `i`'s sequence is the filled bin of
+    /// least first visit, and the least of these values names it. A filled
+    /// bin's column, contiguous, is compared with every bin's best so far at
+    /// once.
     first: Vec<u32>,
     /// For every bin `i`, the other bins in the order its probe sequence
     /// first reaches them (`k − 1` a row): the first filled one of the row
@@ -217,13 +235,15 @@ fn visits(k: usize) -> Arc<Visits> {
     let mut first = vec![u32::MAX; k * k];
     let mut order = Vec::with_capacity(k * k.saturating_sub(1));
     for i in 0..k {
-        let row = &mut first[i * k..(i + 1) * k];
         let mut unseen = k - 1;
         let mut attempt = 1u64;
         while unseen > 0 {
             let j = probe_step(i, attempt, k);
-            if j != i && row[j] == u32::MAX {
-                row[j] = attempt as u32;
+            if j != i && first[j * k + i] == u32::MAX {
+                // K ln K attempts see every bin, on average: 620 for 128 bins,
+                // 7,100 for the largest plan, far below the 2^22 allowed.
+                let attempt = u32::try_from(attempt).ok().filter(|&a| a < 1 << (32 - BIN_BITS)).expect("probe sequences reach every bin early");
+                first[j * k + i] = attempt << BIN_BITS | j as u32;
                 order.push(j as u16);
                 unseen -= 1;
             }
@@ -265,22 +285,37 @@ impl MinHasher {
         }
         // Probing costs about K / f mixes per empty bin, which for a post of
         // two or three terms is thousands per document. The tables answer the
-        // same question by lookups: the least first visit among the f filled
-        // bins (f lookups), or, when f is larger than K / f, the first filled
-        // bin in the order of visits (about K / f lookups, no mix).
+        // same question by lookups: for a sparse set, the least first visit
+        // among the f filled bins, found for all bins at once by comparing
+        // each filled bin's column of first visits with the best so far (f
+        // passes over K values, which vectorise); for a denser one, the first
+        // filled bin in the order of visits (about K / f lookups a bin, no
+        // mix).
         let visits = self.visits.get_or_insert_with(|| visits(k)).clone();
-        for i in 0..k {
-            if self.filled[i] {
-                continue;
+        if f <= SPARSE {
+            self.nearest.clear();
+            self.nearest.resize(k, u32::MAX);
+            let nearest = &mut self.nearest[..k];
+            for &j in &self.filled_list {
+                let column = &visits.first[j * k..(j + 1) * k];
+                for (nearest, &visit) in nearest.iter_mut().zip(column) {
+                    *nearest = (*nearest).min(visit);
+                }
             }
-            let j = if f * f <= k {
-                let row = &visits.first[i * k..(i + 1) * k];
-                *self.filled_list.iter().min_by_key(|&&j| row[j]).expect("a filled bin")
-            } else {
+            for i in 0..k {
+                if !self.filled[i] {
+                    self.bins[i] = self.bins[(self.nearest[i] & BIN_MASK) as usize];
+                }
+            }
+        } else {
+            for i in 0..k {
+                if self.filled[i] {
+                    continue;
+                }
                 let row = &visits.order[i * (k - 1)..(i + 1) * (k - 1)];
-                row.iter().map(|&j| j as usize).find(|&j| self.filled[j]).expect("a filled bin")
-            };
-            self.bins[i] = self.bins[j];
+                let j = row.iter().map(|&j| j as usize).find(|&j| self.filled[j]).expect("a filled bin");
+                self.bins[i] = self.bins[j];
+            }
         }
         &self.bins
     }
