@@ -11,7 +11,7 @@ use datafusion::arrow::array::{new_null_array, Array, ArrayRef, AsArray, Boolean
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::{cast, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
-use datafusion::common::{HashMap, HashSet};
+use datafusion::common::HashSet;
 use datafusion::prelude::SessionContext;
 
 use super::config::JoinOptions;
@@ -232,13 +232,20 @@ impl FirstRows {
         let by_doc = |(b, r): (usize, usize)| (text[b][1].value(r), text[b][2].value(r));
         let by_run = |(b, r): (usize, usize)| (text[b][0].value(r), by_doc((b, r)));
         // Per fingerprint (NULL is one group, as in SQL's PARTITION BY): the
-        // (batch, row) of its first row by document and by run.
-        let mut best: HashMap<Option<u64>, [(usize, usize); 2]> = HashMap::new();
+        // (batch, row) of its first row by document and by run. The rows are
+        // sorted by fingerprint, then by position, so that each group is a
+        // run of rows met in fetch order (ties keep the first met, as before
+        // sorting), and most groups are one row that needs no comparison.
+        let mut rows: Vec<(Option<u64>, usize, usize)> = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
         for (b, batch) in batches.iter().enumerate() {
             let fingerprints = batch.column(simhash).as_primitive::<UInt64Type>();
-            for row in 0..batch.num_rows() {
-                let fingerprint = fingerprints.is_valid(row).then(|| fingerprints.value(row));
-                let firsts = best.entry(fingerprint).or_insert([(b, row); 2]);
+            rows.extend((0..batch.num_rows()).map(|row| (fingerprints.is_valid(row).then(|| fingerprints.value(row)), b, row)));
+        }
+        rows.sort_unstable();
+        let mut best: Vec<[(usize, usize); 2]> = Vec::new();
+        for group in rows.chunk_by(|x, y| x.0 == y.0) {
+            let mut firsts = [(group[0].1, group[0].2); 2];
+            for &(_, b, row) in &group[1..] {
                 if by_doc((b, row)) < by_doc(firsts[0]) {
                     firsts[0] = (b, row);
                 }
@@ -246,9 +253,10 @@ impl FirstRows {
                     firsts[1] = (b, row);
                 }
             }
+            best.push(firsts);
         }
-        let mut by_doc: Vec<(usize, usize)> = best.values().map(|f| f[0]).collect();
-        let mut chosen: Vec<(usize, usize)> = best.into_values().flatten().collect();
+        let mut by_doc: Vec<(usize, usize)> = best.iter().map(|f| f[0]).collect();
+        let mut chosen: Vec<(usize, usize)> = best.into_iter().flatten().collect();
         by_doc.sort_unstable();
         chosen.sort_unstable();
         chosen.dedup();
