@@ -117,6 +117,15 @@ impl BandPlan {
         self.masks.iter().enumerate().map(move |(i, mask)| (i as u32, fingerprint & mask))
     }
 
+    /// A band's key and the band's index as one `u64` (a mix of both): what
+    /// an equi-join on one column compares. Two different (band, key) can
+    /// share it, rarely, so a join on it checks the band apart (see
+    /// sql/50_near_pairs.sql).
+    #[inline]
+    pub fn bucket(band: u32, key: u64) -> u64 {
+        crate::minhash::mix(key ^ (u64::from(band) << 56 | 0x00ff_0000_0000_0000))
+    }
+
     /// The first band in which `a` and `b` have the same key, if any.
     pub fn first_common_band(&self, a: u64, b: u64) -> Option<u32> {
         let diff = a ^ b;

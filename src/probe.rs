@@ -159,12 +159,6 @@ impl Multimap {
     }
 }
 
-/// A SimHash band key as one `u64`: the band's index folded into its bits.
-#[inline]
-fn band_key(band: u32, key: u64) -> u64 {
-    crate::minhash::mix(key ^ (u64::from(band) << 56 | 0x00ff_0000_0000_0000))
-}
-
 /// Tonight's fingerprints and MinHash keys, ready to be probed.
 #[derive(Debug)]
 pub struct NightIndex {
@@ -210,7 +204,7 @@ impl NightIndex {
         let mut bands = Vec::new();
         if let Some(plan) = &plan {
             for &fingerprint in &exact.values {
-                bands.extend(plan.keys(fingerprint).map(|(b, key)| (band_key(b, key), fingerprint)));
+                bands.extend(plan.keys(fingerprint).map(|(b, key)| (BandPlan::bucket(b, key), fingerprint)));
             }
         }
         NightIndex { plan, exact, simhash_bands: Multimap::new(bands), minhash: Multimap::new(minhash) }
@@ -341,7 +335,7 @@ impl NightIndex {
             let s = s.unwrap_or_default();
             exact_keys.push(mix(s));
             if let Some(plan) = &self.plan {
-                band_keys.extend(plan.keys(s).map(|(b, key)| band_key(b, key)));
+                band_keys.extend(plan.keys(s).map(|(b, key)| BandPlan::bucket(b, key)));
             }
         }
         for (passed, map, keys) in [(exact, &self.exact, &exact_keys[..]), (bands, &self.simhash_bands, &band_keys[..]), (minhash, &self.minhash, keys)] {

@@ -14,7 +14,11 @@ use super::numeric::coerce_numeric;
 use crate::join::BandPlan;
 
 pub(crate) fn key_fields() -> Fields {
-    Fields::from(vec![Field::new("band", DataType::UInt32, false), Field::new("key", DataType::UInt64, false)])
+    Fields::from(vec![
+        Field::new("band", DataType::UInt32, false),
+        Field::new("key", DataType::UInt64, false),
+        Field::new("bucket", DataType::UInt64, false),
+    ])
 }
 
 /// The band plan named by constant `k` and `m` arguments at `index` and `index + 1`.
@@ -54,6 +58,7 @@ impl ScalarUDFImpl for BandKeys {
         let fps = as_uint64_array(&arrays[0])?;
         let bands = plan.bands();
         let (mut band, mut key) = (UInt32Builder::with_capacity(fps.len() * bands), UInt64Builder::with_capacity(fps.len() * bands));
+        let mut bucket = UInt64Builder::with_capacity(fps.len() * bands);
         let mut offsets = Vec::with_capacity(fps.len() + 1);
         offsets.push(0i32);
         for i in 0..fps.len() {
@@ -61,11 +66,12 @@ impl ScalarUDFImpl for BandKeys {
                 for (b, k) in plan.keys(fps.value(i)) {
                     band.append_value(b);
                     key.append_value(k);
+                    bucket.append_value(BandPlan::bucket(b, k));
                 }
             }
             offsets.push(band.len() as i32);
         }
-        let items = StructArray::new(key_fields(), vec![Arc::new(band.finish()) as ArrayRef, Arc::new(key.finish())], None);
+        let items = StructArray::new(key_fields(), vec![Arc::new(band.finish()) as ArrayRef, Arc::new(key.finish()), Arc::new(bucket.finish())], None);
         let field = Arc::new(Field::new("item", DataType::Struct(key_fields()), true));
         let nulls = fps.nulls().cloned().map(|n| NullBuffer::new(n.inner().clone()));
         let list = ListArray::new(field, OffsetBuffer::new(offsets.into()), Arc::new(items), nulls);
@@ -78,7 +84,8 @@ impl ScalarUDFImpl for BandKeys {
                 "The keys of a fingerprint in each of the C(m, k) bands of the banded self-join: \
                  the 64 bits are cut into m blocks and every band keeps m − k of them. Fingerprints \
                  within Hamming distance k share the key of at least one band, so an equi-join on \
-                 (band, key) finds every such pair.",
+                 (band, key) finds every such pair. `bucket` mixes band and key into one value, for \
+                 an equi-join on one column (check the band apart: two pairs may share a bucket).",
                 "band_keys(simhash, k, m)",
                 "```sql\n> SELECT b['band'], b['key'] FROM (SELECT unnest(band_keys(CAST(65535 AS BIGINT UNSIGNED), 1, 2)) AS b);\n0 65535\n1 0\n```",
                 &[
