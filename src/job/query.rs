@@ -175,16 +175,19 @@ pub(super) async fn scalar_u64(ctx: &SessionContext, statement: &str) -> Result<
 
 /// [`work_table`] with session settings changed, restoring them afterwards.
 pub(super) async fn work_table_with(ctx: &SessionContext, settings: &[(&str, &str)], statement: &str, path: &str, name: &str) -> Result<()> {
-    let previous = change_settings(ctx, settings).await?;
-    let result = work_table(ctx, statement, path, name).await;
-    change_settings(ctx, &previous.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>()).await?;
-    result
+    with_settings(ctx, settings, work_table(ctx, statement, path, name)).await
 }
 
 /// [`collect`] with session settings changed, restoring them afterwards.
 pub(super) async fn collect_with(ctx: &SessionContext, settings: &[(&str, &str)], statement: &str) -> Result<Vec<RecordBatch>> {
+    with_settings(ctx, settings, collect(ctx, statement)).await
+}
+
+/// `work` run with session settings changed; they are restored whether it
+/// succeeds or fails.
+async fn with_settings<T>(ctx: &SessionContext, settings: &[(&str, &str)], work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
     let previous = change_settings(ctx, settings).await?;
-    let result = collect(ctx, statement).await;
+    let result = work.await;
     change_settings(ctx, &previous.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>()).await?;
     result
 }
