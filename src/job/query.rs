@@ -146,8 +146,13 @@ fn statement_label(statement: &str) -> String {
 /// Run one statement and measure the bytes its Parquet scans read (0 when
 /// the engine does not report them, as on a cluster).
 pub(super) async fn collect_measured(ctx: &SessionContext, statement: &str) -> Result<(Vec<RecordBatch>, u64)> {
+    let started = Instant::now();
     let plan = crate::statement::sql(ctx, statement).await?.create_physical_plan().await?;
     let batches = datafusion::physical_plan::collect(plan.clone(), ctx.task_ctx()).await?;
+    if std::env::var("NEARDUP_EXPLAIN").is_ok_and(|e| e == "analyze") {
+        eprintln!("neardup: plan and metrics of\n{statement}\n{}", DisplayableExecutionPlan::with_metrics(plan.as_ref()).indent(true));
+    }
+    log::debug!("{:>6} ms  {}", started.elapsed().as_millis(), statement_label(statement));
     fn scanned(plan: &dyn datafusion::physical_plan::ExecutionPlan) -> u64 {
         let own = plan.metrics().and_then(|m| m.sum_by_name("bytes_scanned")).map_or(0, |v| v.as_usize() as u64);
         own + plan.children().into_iter().map(|c| scanned(c.as_ref())).sum::<u64>()
