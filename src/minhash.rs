@@ -203,6 +203,28 @@ fn probe_step(i: usize, attempt: u64, k: usize) -> usize {
 
 /// The first filled bin of empty bin `i`'s probe sequence: what the tables
 /// of [`visits`] answer, kept to prove that they do.
+/// A band key with its row's `tonight` flag in the top bit (keys are
+/// [`KEY_BITS`] wide), for [`shared_keys`].
+pub fn tagged(key: u64, tonight: bool) -> u64 {
+    narrow(key) | u64::from(tonight) << 63
+}
+
+/// The buckets that can give a pair (sql/51_minhash_buckets.sql): of the
+/// [`tagged`] keys of every row, each key held more than once, with at least
+/// one of tonight's rows among its holders, and how many rows hold it; in
+/// key order. By sorting: a batch of posts holds millions of keys, almost
+/// all held once, and a sorted vector of 8 bytes a key needs a fraction of
+/// the memory of a hash table with a count per key. A radix sort (six
+/// passes over the 48-bit keys) costs about what the hash table did.
+pub fn shared_keys(tagged: &mut [u64]) -> Vec<(u64, u64)> {
+    radsort::sort_by_key(tagged, |&t| narrow(t));
+    tagged
+        .chunk_by(|a, b| narrow(*a) == narrow(*b))
+        .filter(|holders| holders.len() > 1 && holders.iter().any(|&t| t >> 63 == 1))
+        .map(|holders| (narrow(holders[0]), holders.len() as u64))
+        .collect()
+}
+
 #[cfg(test)]
 fn probe(i: usize, k: usize, filled: &[bool]) -> usize {
     (1u64..).map(|attempt| probe_step(i, attempt, k)).find(|&j| filled[j]).expect("at least one bin is filled")
@@ -360,6 +382,26 @@ impl TryFrom<String> for MinHashPlan {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shared_keys_are_those_a_count_and_a_tonight_flag_give() {
+        // Keys 1..=40 held by up to 4 rows each, some of tonight's.
+        let mut rows = Vec::new();
+        for key in 1u64..=40 {
+            for holder in 0..key % 5 {
+                rows.push((key << 20, (key + holder) % 3 == 0));
+            }
+        }
+        let mut expected: Vec<(u64, u64)> = (1u64..=40)
+            .map(|key| (key << 20, key % 5, (0..key % 5).any(|h| (key + h) % 3 == 0)))
+            .filter(|&(_, n, tonight)| n > 1 && tonight)
+            .map(|(key, n, _)| (key, n))
+            .collect();
+        expected.sort_unstable();
+        let mut tagged: Vec<u64> = rows.iter().rev().map(|&(k, t)| tagged(k, t)).collect();
+        assert_eq!(shared_keys(&mut tagged), expected);
+        assert!(expected.len() > 10 && expected.len() < 32, "{expected:?}");
+    }
+
     use super::*;
     use crate::sets::jaccard;
 

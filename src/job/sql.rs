@@ -91,7 +91,7 @@ statement!(CORPUS_SIZE, "30_corpus_size.sql", [], reads [table::TERMS]);
 statement!(CORPUS_DF, "31_corpus_df.sql", ["path"], reads [table::TERMS]);
 statement!(FINGERPRINTS, "40_fingerprints.sql", ["model", "model_version", "n_docs", "weighting", "formula", "top_k", "with_vector", "minhash", "keep_key", "path"], reads [table::TERMS]);
 statement!(NEAR_PAIRS, "50_near_pairs.sql", ["k", "m", "path"], reads [table::FINGERPRINTS, table::STORED]);
-statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path"], reads [table::TERM_SETS]);
+statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path", "in_memory"], reads [table::TERM_SETS]);
 statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold", "path"], reads [table::MINHASH_BUCKETS, table::TERM_SETS]);
 statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
 statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", [], reads [table::FINGERPRINTS]);

@@ -31,6 +31,7 @@ mod simhash;
 mod simhash_agg;
 mod simhash_cosine;
 mod set_similarity;
+mod shared_keys;
 mod shingle_sketch;
 mod simhash_similarity;
 pub(crate) mod term_set;
@@ -76,7 +77,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
 
 /// Every aggregate function of neardup.
 pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
-    vec![Arc::new(AggregateUDF::from(simhash_agg::SimhashAgg::default()))]
+    vec![Arc::new(AggregateUDF::from(simhash_agg::SimhashAgg::default())), Arc::new(AggregateUDF::from(shared_keys::SharedKeys::default()))]
 }
 
 /// Register every neardup function with a registry (a session state or context).
