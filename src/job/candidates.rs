@@ -166,9 +166,15 @@ pub(super) async fn term_sets(ctx: &SessionContext, out: &OutputDir, tonight: &s
 /// sql/52_minhash_candidates.sql), into `_work/candidates/`.
 async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir) -> Result<()> {
     let buckets = out.staged("_work/minhash_buckets.parquet");
-    let in_memory = crate::session::work_in_memory(ctx);
-    let params = [("path", Param::Text(&buckets)), ("in_memory", Param::Bool(in_memory))];
-    work_table(ctx, &render(sql::MINHASH_BUCKETS, &params), &buckets, table::MINHASH_BUCKETS).await?;
+    // In memory, a radix sort finds the shared keys in less memory than a
+    // GROUP BY; the GROUP BY spills, and spreads over a cluster.
+    let shared = out.staged("_work/shared_minhash_keys.parquet");
+    let by = match crate::session::work_in_memory(ctx) {
+        true => sql::SHARED_KEYS_BY_SORT,
+        false => sql::SHARED_KEYS_BY_GROUP,
+    };
+    work_table(ctx, &render(by, &[("path", Param::Text(&shared))]), &shared, table::SHARED_MINHASH_KEYS).await?;
+    work_table(ctx, &render(sql::MINHASH_BUCKETS, &[("path", Param::Text(&buckets))]), &buckets, table::MINHASH_BUCKETS).await?;
     let path = out.staged("_work/candidates/minhash.parquet");
     // Hot buckets give only pairs that pass a Jaccard check; other
     // checks take every pair of every bucket.

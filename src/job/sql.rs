@@ -36,6 +36,8 @@ pub mod table {
     /// Every earlier run's compact columns (simhash and MinHash keys).
     pub const STORED_RUNS: &str = "stored_runs";
     pub const TERM_SETS: &str = "term_sets";
+    /// The MinHash keys that can give a pair, with their members' count.
+    pub const SHARED_MINHASH_KEYS: &str = "shared_minhash_keys";
     pub const MINHASH_BUCKETS: &str = "minhash_buckets";
     pub const CANDIDATES: &str = "candidates";
     /// Candidates that passed the check, before the duplication policy.
@@ -61,6 +63,7 @@ pub mod table {
         STORED_TERM_SETS,
         STORED_RUNS,
         TERM_SETS,
+        SHARED_MINHASH_KEYS,
         MINHASH_BUCKETS,
         CANDIDATES,
         CHECKED_PAIRS,
@@ -91,7 +94,9 @@ statement!(CORPUS_SIZE, "30_corpus_size.sql", [], reads [table::TERMS]);
 statement!(CORPUS_DF, "31_corpus_df.sql", ["path"], reads [table::TERMS]);
 statement!(FINGERPRINTS, "40_fingerprints.sql", ["model", "model_version", "n_docs", "weighting", "formula", "top_k", "with_vector", "minhash", "keep_key", "path"], reads [table::TERMS]);
 statement!(NEAR_PAIRS, "50_near_pairs.sql", ["k", "m", "path"], reads [table::FINGERPRINTS, table::STORED]);
-statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path", "in_memory"], reads [table::TERM_SETS]);
+statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path"], reads [table::SHARED_MINHASH_KEYS, table::TERM_SETS]);
+statement!(SHARED_KEYS_BY_GROUP, "51_shared_keys_by_group.sql", ["path"], reads [table::TERM_SETS]);
+statement!(SHARED_KEYS_BY_SORT, "51_shared_keys_by_sort.sql", ["path"], reads [table::TERM_SETS]);
 statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold", "path"], reads [table::MINHASH_BUCKETS, table::TERM_SETS]);
 statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
 statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", [], reads [table::FINGERPRINTS]);
@@ -121,6 +126,8 @@ pub const ALL: &[Statement] = &[
     FINGERPRINTS,
     NEAR_PAIRS,
     MINHASH_BUCKETS,
+    SHARED_KEYS_BY_GROUP,
+    SHARED_KEYS_BY_SORT,
     MINHASH_CANDIDATES,
     VERIFIED_PAIRS,
     UNCONFIRMED_COPIES,
@@ -232,7 +239,7 @@ mod tests {
     #[test]
     fn work_files_are_uncompressed_and_outputs_are_not() {
         let options = |s: &Statement| s.sql.contains("'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false'");
-        let work = [TERMS, NEAR_PAIRS, MINHASH_BUCKETS, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS, ANCHORS];
+        let work = [TERMS, NEAR_PAIRS, MINHASH_BUCKETS, SHARED_KEYS_BY_GROUP, SHARED_KEYS_BY_SORT, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS, ANCHORS];
         for s in &work {
             assert!(options(s), "{} writes a work file", s.file);
         }
