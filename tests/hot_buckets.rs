@@ -4,13 +4,15 @@
 //! The check must then keep exactly the pairs it keeps when every pair of
 //! every bucket is listed. Checked on the real term sets and MinHash keys of
 //! `weibo_reposts` posts (whose reposts and template comments fill buckets of
-//! hundreds), through the pipeline's own statements (sql/57, 51, 52, 55): as
+//! hundreds), through the pipeline's own statements (sql/57, 51, 52, 55; the
+//! shared keys both ways, which must agree): as
 //! a one-shot run, and as a night whose other half is stored.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use neardup::job::sql::{render, Param, MINHASH_BUCKETS, MINHASH_CANDIDATES, TERM_SETS, VERIFIED_PAIRS};
+use datafusion::arrow::array::AsArray;
+use neardup::job::sql::{render, Param, MINHASH_BUCKETS, MINHASH_CANDIDATES, SHARED_KEYS_BY_GROUP, SHARED_KEYS_BY_SORT, TERM_SETS, VERIFIED_PAIRS};
 
 mod common;
 use common::{neardup, ok, read_dir, shared_data, u64s};
@@ -50,6 +52,20 @@ async fn minhash_pairs(fingerprints: &Path, split: bool, hot: u64, work: &Path) 
     let path = |name: &str| work.join(name).display().to_string();
     run(render(TERM_SETS, &[("tonight", Param::Ident("fingerprints")), ("path", Param::Text(&path("term_sets.parquet")))])).await;
     neardup::storage::register_parquet(&ctx, "term_sets", &path("term_sets.parquet")).await.unwrap();
+    // The shared keys both ways (in memory, and under a memory limit or on
+    // a cluster): the same keys and counts.
+    for (statement, name) in [(SHARED_KEYS_BY_GROUP, "by_group"), (SHARED_KEYS_BY_SORT, "shared_minhash_keys")] {
+        run(render(statement, &[("path", Param::Text(&path(&format!("{name}.parquet"))))])).await;
+        neardup::storage::register_parquet(&ctx, name, &path(&format!("{name}.parquet"))).await.unwrap();
+    }
+    let compared = "SELECT CAST(count(*) AS BIGINT), \
+                    CAST(sum(CASE WHEN g.key IS NULL OR s.key IS NULL OR g.members <> s.members THEN 1 ELSE 0 END) AS BIGINT) \
+                    FROM by_group g FULL JOIN shared_minhash_keys s ON g.key = s.key";
+    let compared = run(compared.to_string()).await;
+    let count = |c: usize| compared[0].column(c).as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0);
+    // The same keys, with the same counts.
+    assert!(count(0) > 1000, "{} shared keys", count(0));
+    assert_eq!(count(1), 0, "the two ways differ on {} of {} keys", count(1), count(0));
     run(render(MINHASH_BUCKETS, &[("path", Param::Text(&path("buckets/buckets.parquet")))])).await;
     neardup::storage::register_parquet(&ctx, "minhash_buckets", &path("buckets/buckets.parquet")).await.unwrap();
     let candidates = path("candidates/minhash.parquet");
