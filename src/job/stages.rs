@@ -53,24 +53,19 @@ pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>) 
     if run.progress.shows_bar() {
         run.progress.begin("segment", Some(scalar_u64(ctx, "SELECT count(*) FROM documents").await?));
     }
-    work_table_with(
-        ctx,
-        SEGMENTATION_SETTINGS,
-        &render(
-            sql::TERMS,
-            &[
-                ("keep_key", Param::Sql(run.job.keep_key())),
-                ("tokenizer", Param::Text(&run.job.tokenizer.to_string())),
-                ("analyzer_options", Param::Text(&fp.analyzer_options().to_options_string())),
-                ("with_pos", Param::Bool(fp.weighting.needs_pos())),
-                ("boilerplate", Param::TextOrNull(boilerplate)),
-                ("path", Param::Text(&terms_path)),
-            ],
-        ),
-        &terms_path,
-        table::TERMS,
-    )
-    .await?;
+    let statement = render(
+        sql::TERMS,
+        &[
+            ("keep_key", Param::Sql(run.job.keep_key())),
+            ("tokenizer", Param::Text(&run.job.tokenizer.to_string())),
+            ("analyzer_options", Param::Text(&fp.analyzer_options().to_options_string())),
+            ("with_pos", Param::Bool(fp.weighting.needs_pos())),
+            ("boilerplate", Param::TextOrNull(boilerplate)),
+            ("path", Param::Text(&terms_path)),
+        ],
+    );
+    // In the order of 40_fingerprints.sql's output, which then needs no sort.
+    work_table_with(ctx, SEGMENTATION_SETTINGS, (&statement, &terms_path, table::TERMS), &["source", "id"]).await?;
     let corpus_n = scalar_u64(ctx, &render(sql::CORPUS_SIZE, &[])).await?;
     run.progress.done("segment", format!("{corpus_n} documents with terms"));
     Ok(corpus_n)

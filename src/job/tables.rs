@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::compute::{cast, concat, interleave_record_batch, lexsort_to_indices, SortColumn, SortOptions};
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::file::properties::WriterProperties;
@@ -15,7 +15,7 @@ use datafusion::prelude::SessionContext;
 use super::query::{collect, column_u64};
 use super::sql::{self, render, table, Param, Statement};
 use super::summary::{FingerprintSettings, SharedText};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
 use crate::text::shingles::SKETCH_SCHEME;
 use crate::storage::{register_parquet, OutputDir};
@@ -154,6 +154,40 @@ pub(super) fn conform(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordB
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }
 
+/// The rows of `batches` (one partition of a table) sorted by the columns
+/// `keys`, ascending, NULLs last, in batches of `rows`. Only the key columns
+/// are joined to find the order; the rows are then gathered from the batches
+/// where they are, so the partition is copied once, not twice (as joining
+/// it first and taking from the join would). Ties keep their order in
+/// `batches`.
+pub(super) fn sort_partition(batches: Vec<RecordBatch>, keys: &[&str], rows: usize) -> Result<Vec<RecordBatch>> {
+    if batches.is_empty() {
+        return Ok(batches);
+    }
+    let key = |name: &str| -> Result<SortColumn> {
+        let parts = batches.iter().map(|b| b.column_by_name(name).map(|c| c.as_ref())).collect::<Option<Vec<&dyn Array>>>();
+        let parts = parts.ok_or_else(|| Error::runtime(format!("no column {name} to sort by")))?;
+        Ok(SortColumn { values: concat(&parts)?, options: Some(SortOptions { descending: false, nulls_first: false }) })
+    };
+    let mut columns = keys.iter().map(|k| key(k)).collect::<Result<Vec<_>>>()?;
+    // Ties by position: lexsort_to_indices alone does not promise a stable order.
+    let positions = UInt64Array::from_iter_values(0..columns[0].values.len() as u64);
+    columns.push(SortColumn { values: Arc::new(positions), options: None });
+    let order = lexsort_to_indices(&columns, None)?;
+    drop(columns);
+    let starts: Vec<usize> = batches.iter().scan(0, |at, b| Some(std::mem::replace(at, *at + b.num_rows()))).collect();
+    let located: Vec<(usize, usize)> = order
+        .values()
+        .iter()
+        .map(|&i| {
+            let batch = starts.partition_point(|&s| s <= i as usize) - 1;
+            (batch, i as usize - starts[batch])
+        })
+        .collect();
+    let inputs: Vec<&RecordBatch> = batches.iter().collect();
+    located.chunks(rows.max(1)).map(|chunk| Ok(interleave_record_batch(&inputs, chunk)?)).collect()
+}
+
 /// One record batch as an in-memory Parquet file.
 fn write_parquet(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<Vec<u8>> {
     let batch = RecordBatch::try_new(schema.clone(), columns)?;
@@ -186,4 +220,28 @@ pub(super) async fn view_without(ctx: &SessionContext, out: &OutputDir, view: &s
     );
     collect(ctx, &statement).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::UInt32Array;
+
+    fn batch(sources: &[&str], ids: &[&str], rows: &[u32]) -> RecordBatch {
+        let schema = Schema::new(vec![Field::new("source", DataType::Utf8, false), Field::new("id", DataType::Utf8, false), Field::new("row", DataType::UInt32, false)]);
+        let columns: Vec<ArrayRef> = vec![Arc::new(StringArray::from(sources.to_vec())), Arc::new(StringArray::from(ids.to_vec())), Arc::new(UInt32Array::from(rows.to_vec()))];
+        RecordBatch::try_new(Arc::new(schema), columns).unwrap()
+    }
+
+    #[test]
+    fn a_partition_is_sorted_by_its_keys_with_ties_in_place() {
+        let batches = vec![batch(&["b", "a", "a"], &["1", "2", "10"], &[0, 1, 2]), batch(&["a", "b"], &["2", "0"], &[3, 4])];
+        let sorted = sort_partition(batches, &["source", "id"], 2).unwrap();
+        assert_eq!(sorted.iter().map(RecordBatch::num_rows).collect::<Vec<_>>(), [2, 2, 1]);
+        let rows: Vec<u32> = sorted.iter().flat_map(|b| b.column(2).as_primitive::<datafusion::arrow::datatypes::UInt32Type>().values().to_vec()).collect();
+        // ("a","10"), then the tie ("a","2") in input order, ("b","0"), ("b","1").
+        assert_eq!(rows, [2, 1, 3, 4, 0]);
+        assert!(sort_partition(Vec::new(), &["id"], 2).unwrap().is_empty());
+        assert!(sort_partition(vec![batch(&["a"], &["1"], &[0])], &["title"], 2).is_err());
+    }
 }
