@@ -201,8 +201,6 @@ fn probe_step(i: usize, attempt: u64, k: usize) -> usize {
     bin_of(mix(PROBE_SEED ^ ((i as u64) << 32 | attempt)), k)
 }
 
-/// The first filled bin of empty bin `i`'s probe sequence: what the tables
-/// of [`visits`] answer, kept to prove that they do.
 /// A band key with its row's `tonight` flag in the top bit (keys are
 /// [`KEY_BITS`] wide), for [`shared_keys`].
 pub fn tagged(key: u64, tonight: bool) -> u64 {
@@ -217,14 +215,66 @@ pub fn tagged(key: u64, tonight: bool) -> u64 {
 /// the memory of a hash table with a count per key. A radix sort (six
 /// passes over the 48-bit keys) costs about what the hash table did.
 pub fn shared_keys(tagged: &mut [u64]) -> Vec<(u64, u64)> {
-    radsort::sort_by_key(tagged, |&t| narrow(t));
-    tagged
-        .chunk_by(|a, b| narrow(*a) == narrow(*b))
-        .filter(|holders| holders.len() > 1 && holders.iter().any(|&t| t >> 63 == 1))
-        .map(|holders| (narrow(holders[0]), holders.len() as u64))
-        .collect()
+    sort_tagged(tagged);
+    shared_keys_of_runs(&[tagged])
 }
 
+/// [`tagged`] keys sorted by key, for [`shared_keys_of_runs`].
+pub fn sort_tagged(tagged: &mut [u64]) {
+    radsort::sort_by_key(tagged, |&t| narrow(t));
+}
+
+/// [`shared_keys`] of several runs of [`tagged`] keys, each sorted by
+/// [`sort_tagged`] (one a partition, each sorted on its own core): merged
+/// where they lie rather than copied into one run and sorted again, which
+/// took twice their memory.
+pub fn shared_keys_of_runs(runs: &[&[u64]]) -> Vec<(u64, u64)> {
+    let mut heads: Vec<&[u64]> = runs.iter().copied().filter(|r| !r.is_empty()).collect();
+    let mut shared = Vec::new();
+    let mut heap = std::collections::BinaryHeap::new();
+    // A few runs (one a core) are scanned for their least head; many go
+    // through a heap, whose cost does not grow with their number.
+    let few = heads.len() <= 4;
+    if !few {
+        heap.extend(heads.iter().enumerate().map(|(r, run)| std::cmp::Reverse((narrow(run[0]), r))));
+    }
+    loop {
+        let key = match few {
+            true => heads.iter().filter_map(|run| run.first()).map(|&t| narrow(t)).min(),
+            false => heap.peek().map(|top| top.0 .0),
+        };
+        let Some(key) = key else { break };
+        let (mut holders, mut tonight) = (0u64, false);
+        let mut take = |run: &mut &[u64]| {
+            let n = run.iter().take_while(|&&t| narrow(t) == key).count();
+            holders += n as u64;
+            tonight |= run[..n].iter().any(|&t| t >> 63 == 1);
+            *run = &run[n..];
+        };
+        match few {
+            true => heads.iter_mut().for_each(&mut take),
+            false => {
+                while let Some(&std::cmp::Reverse((k, r))) = heap.peek() {
+                    if k != key {
+                        break;
+                    }
+                    heap.pop();
+                    take(&mut heads[r]);
+                    if let Some(&next) = heads[r].first() {
+                        heap.push(std::cmp::Reverse((narrow(next), r)));
+                    }
+                }
+            }
+        }
+        if holders > 1 && tonight {
+            shared.push((key, holders));
+        }
+    }
+    shared
+}
+
+/// The first filled bin of empty bin `i`'s probe sequence: what the tables
+/// of [`visits`] answer, kept to prove that they do.
 #[cfg(test)]
 fn probe(i: usize, k: usize, filled: &[bool]) -> usize {
     (1u64..).map(|attempt| probe_step(i, attempt, k)).find(|&j| filled[j]).expect("at least one bin is filled")
@@ -398,8 +448,21 @@ mod tests {
             .collect();
         expected.sort_unstable();
         let mut tagged: Vec<u64> = rows.iter().rev().map(|&(k, t)| tagged(k, t)).collect();
-        assert_eq!(shared_keys(&mut tagged), expected);
+        assert_eq!(shared_keys(&mut tagged.clone()), expected);
         assert!(expected.len() > 10 && expected.len() < 32, "{expected:?}");
+        // Split into runs, each sorted alone: the same keys, merged (a few
+        // runs and many, empty ones among them).
+        for parts in [2, 3, 7, 60] {
+            let mut runs: Vec<Vec<u64>> = vec![Vec::new(); parts];
+            for (i, &t) in tagged.iter().enumerate() {
+                runs[(i * 7 + i / 3) % parts].push(t);
+            }
+            runs.iter_mut().for_each(|r| sort_tagged(r));
+            let runs: Vec<&[u64]> = runs.iter().map(Vec::as_slice).collect();
+            assert_eq!(shared_keys_of_runs(&runs), expected, "{parts} runs");
+        }
+        sort_tagged(&mut tagged);
+        assert_eq!(shared_keys_of_runs(&[&[], &tagged, &[]]), expected);
     }
 
     use super::*;

@@ -2,9 +2,9 @@
 //! ([`crate::minhash::shared_keys`]), as an aggregate over rows of band keys:
 //! a list of `{key, members}`, in key order.
 //!
-//! Each partition collects its keys, tagged with the row's `tonight`; the
-//! final aggregate sorts them all. The result does not depend on row order
-//! or partitioning.
+//! Each partition collects its keys, tagged with the row's `tonight`, and
+//! sorts them (on its own core); the final aggregate merges the sorted runs
+//! where they lie. The result does not depend on row order or partitioning.
 
 use std::sync::{Arc, OnceLock};
 
@@ -17,7 +17,7 @@ use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Documentation, Sig
 
 use super::args::doc;
 use super::term_set::{as_sets, coerce_set};
-use crate::minhash::{shared_keys, tagged, KEY_BITS};
+use crate::minhash::{shared_keys_of_runs, sort_tagged, tagged, KEY_BITS};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct SharedKeys {
@@ -75,10 +75,12 @@ impl AggregateUDFImpl for SharedKeys {
     }
 }
 
-/// The tagged keys of one partition, then of all.
+/// The tagged keys of one partition, and the sorted runs of the others
+/// merged into it (their arrays, held as they came: nothing is copied).
 #[derive(Debug, Default)]
 struct SharedKeysAccumulator {
     tagged: Vec<u64>,
+    runs: Vec<ArrayRef>,
 }
 
 impl Accumulator for SharedKeysAccumulator {
@@ -104,19 +106,26 @@ impl Accumulator for SharedKeysAccumulator {
     }
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
         let lists = states[0].as_list::<i32>();
-        for row in (0..lists.len()).filter(|&r| lists.is_valid(r)) {
-            self.tagged.extend_from_slice(lists.value(row).as_primitive::<UInt64Type>().values());
-        }
+        // Each is a partition's keys, sorted by `state`.
+        self.runs.extend((0..lists.len()).filter(|&r| lists.is_valid(r)).map(|r| lists.value(r)));
         Ok(())
     }
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        // (A state of merged states, should a plan ask for one, is one run again.)
+        for run in std::mem::take(&mut self.runs) {
+            self.tagged.extend_from_slice(run.as_primitive::<UInt64Type>().values());
+        }
+        sort_tagged(&mut self.tagged);
         let tagged = UInt64Array::from(std::mem::take(&mut self.tagged));
         let list = ListArray::new(Arc::new(Field::new("item", DataType::UInt64, true)), OffsetBuffer::from_lengths([tagged.len()]), Arc::new(tagged), None);
         Ok(vec![ScalarValue::List(Arc::new(list))])
     }
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        let buckets = shared_keys(&mut self.tagged);
-        self.tagged = Vec::new();
+        sort_tagged(&mut self.tagged);
+        let mut runs: Vec<&[u64]> = vec![&self.tagged];
+        runs.extend(self.runs.iter().map(|r| r.as_primitive::<UInt64Type>().values().as_ref()));
+        let buckets = shared_keys_of_runs(&runs);
+        (self.tagged, self.runs) = (Vec::new(), Vec::new());
         let (keys, members): (Vec<u64>, Vec<u64>) = buckets.into_iter().unzip();
         let rows = keys.len();
         let columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(keys)), Arc::new(UInt64Array::from(members))];
@@ -125,7 +134,7 @@ impl Accumulator for SharedKeysAccumulator {
         Ok(ScalarValue::List(Arc::new(ListArray::new(field, OffsetBuffer::from_lengths([rows]), Arc::new(structs), None))))
     }
     fn size(&self) -> usize {
-        std::mem::size_of_val(self) + self.tagged.capacity() * 8
+        std::mem::size_of_val(self) + self.tagged.capacity() * 8 + self.runs.iter().map(|r| r.get_array_memory_size()).sum::<usize>()
     }
 }
 
