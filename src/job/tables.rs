@@ -175,15 +175,8 @@ pub(super) fn sort_partition(batches: Vec<RecordBatch>, keys: &[&str], rows: usi
     columns.push(SortColumn { values: Arc::new(positions), options: None });
     let order = lexsort_to_indices(&columns, None)?;
     drop(columns);
-    let starts: Vec<usize> = batches.iter().scan(0, |at, b| Some(std::mem::replace(at, *at + b.num_rows()))).collect();
-    let located: Vec<(usize, usize)> = order
-        .values()
-        .iter()
-        .map(|&i| {
-            let batch = starts.partition_point(|&s| s <= i as usize) - 1;
-            (batch, i as usize - starts[batch])
-        })
-        .collect();
+    let rows_at: Vec<(usize, usize)> = batches.iter().enumerate().flat_map(|(b, batch)| (0..batch.num_rows()).map(move |r| (b, r))).collect();
+    let located: Vec<(usize, usize)> = order.values().iter().map(|&i| rows_at[i as usize]).collect();
     let inputs: Vec<&RecordBatch> = batches.iter().collect();
     located.chunks(rows.max(1)).map(|chunk| Ok(interleave_record_batch(&inputs, chunk)?)).collect()
 }
