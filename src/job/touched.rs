@@ -51,11 +51,13 @@ pub(super) async fn fetch_touched(
     let started = std::time::Instant::now();
     // The keys are most of a stored row's bytes (3/4 on Weibo posts), and
     // only the probe needs them for every row: for the few rows fetched,
-    // hashing their term sets again costs less than reading them. SimHash
-    // vectors are read only for a check that compares them.
+    // hashing their term sets again costs less than reading them. `doc_key`
+    // serves the check for documents already stored, before the probe, and
+    // nothing after it. SimHash vectors are read only for a check that
+    // compares them.
     let leave_out: &'static [&'static str] = match join.verify.reads_vectors() {
-        true => &["minhash"],
-        false => &["minhash", "vector"],
+        true => &["minhash", "doc_key"],
+        false => &["minhash", "doc_key", "vector"],
     };
     let (rows, schema, fetched) = rows_by_key(ctx, &store.earlier_files(), "simhash", &probed.wanted, Take::FirstPer("run"), leave_out).await?;
     log::debug!("{:>6} ms  fetch: {} rows from {} files", started.elapsed().as_millis(), fetched.rows, fetched.objects);
