@@ -380,10 +380,14 @@ mod tests {
             Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
             Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2))),
         ];
-        let path = dir.join("segment.parquet");
-        let props = parquet::file::properties::WriterProperties::builder().set_data_page_row_count_limit(2).set_write_batch_size(2).build();
-        let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema.clone(), Some(props)).unwrap();
-        writer.write(&RecordBatch::try_new(schema, columns).unwrap()).unwrap();
+        write(&dir.join("segment.parquet"), RecordBatch::try_new(schema, columns).unwrap(), 2)
+    }
+
+    /// `batch` written to `path` in pages of `page_rows` rows, with a page index.
+    fn write(path: &std::path::Path, batch: RecordBatch, page_rows: usize) -> String {
+        let props = parquet::file::properties::WriterProperties::builder().set_data_page_row_count_limit(page_rows).set_write_batch_size(page_rows).build();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
+        writer.write(&batch).unwrap();
         writer.close().unwrap();
         path.to_str().unwrap().to_string()
     }
@@ -412,12 +416,7 @@ mod tests {
         let schema = Arc::new(Schema::new(vec![Field::new("simhash", DataType::UInt64, true), Field::new("id", DataType::Utf8, false)]));
         let columns: Vec<ArrayRef> =
             vec![Arc::new(UInt64Array::from_iter_values(0..n)), Arc::new(StringArray::from_iter_values((0..n).map(|i| i.to_string())))];
-        let path = dir.join("numbered.parquet");
-        let props = parquet::file::properties::WriterProperties::builder().set_data_page_row_count_limit(256).set_write_batch_size(256).build();
-        let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema.clone(), Some(props)).unwrap();
-        writer.write(&RecordBatch::try_new(schema, columns).unwrap()).unwrap();
-        writer.close().unwrap();
-        path.to_str().unwrap().to_string()
+        write(&dir.join("numbered.parquet"), RecordBatch::try_new(schema, columns).unwrap(), 256)
     }
 
     #[tokio::test]
