@@ -254,9 +254,9 @@ async fn file_rows_by_key(
 /// picks many, so that the reader takes each column chunk whole and skips
 /// rows as it decodes. Where most pages hold a wanted row (the popular
 /// reposts a night of posts touches), reading them one by one saves no
-/// bytes, and the reader's bookkeeping of buffered ranges grows with the
-/// square of their number: on the tenth of ten Weibo nights, 171,254 rows
-/// of 691,227, it made most of the fetch's time.
+/// bytes, and the reader keeps each page of each column as a buffered range
+/// of its own: on the tenth of ten Weibo nights (171,254 rows of 691,227)
+/// the read took 0.20–0.22 s by page and 0.15–0.19 s whole.
 fn by_pages_if_sparse(metadata: &ArrowReaderMetadata, selection: &RowSelection, rows: usize) -> Result<ArrowReaderMetadata> {
     if selection.row_count().saturating_mul(SPARSE) < rows || metadata.metadata().offset_index().is_none() {
         return Ok(metadata.clone());
