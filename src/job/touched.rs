@@ -11,7 +11,6 @@ use datafusion::arrow::array::{new_null_array, Array, ArrayRef, AsArray, Boolean
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::{cast, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
-use datafusion::common::HashSet;
 use datafusion::prelude::SessionContext;
 
 use super::config::JoinOptions;
@@ -22,7 +21,7 @@ use super::summary::StoreReads;
 use super::tables::create_view;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
-use crate::probe::NightIndex;
+use crate::probe::{KeySet, NightIndex};
 use crate::minhash::MinHashPlan;
 use crate::storage::fetch::{rows_by_key, Take};
 use crate::storage::{literal, OutputDir};
@@ -327,7 +326,7 @@ fn tonights(index: &NightIndex, fingerprints: &UInt64Array, row: usize) -> bool 
 /// fingerprints and term sets) that tonight's documents do not hold: other
 /// stored rows keep them too (see [`keys_meeting_tonight`]). Few rows, so
 /// their keys are derived here, before the batches are trimmed.
-fn their_keys(batches: &[(UInt64Array, ListArray)], plan: MinHashPlan, index: &NightIndex) -> Result<HashSet<u64>> {
+fn their_keys(batches: &[(UInt64Array, ListArray)], plan: MinHashPlan, index: &NightIndex) -> Result<KeySet> {
     let mut hasher = plan.hasher();
     let mut keys = Vec::new();
     for (fingerprints, sets) in batches {
@@ -342,26 +341,30 @@ fn their_keys(batches: &[(UInt64Array, ListArray)], plan: MinHashPlan, index: &N
 }
 
 /// Of `keys`, those that tonight's documents do not hold, as a set.
-fn unheld(mut keys: Vec<u64>, index: &NightIndex) -> HashSet<u64> {
+fn unheld(mut keys: Vec<u64>, index: &NightIndex) -> KeySet {
     keys.sort_unstable();
     keys.dedup();
     let held = index.have_minhash_keys(&keys);
-    keys.into_iter().zip(held).filter(|&(_, held)| !held).map(|(k, _)| k).collect()
+    KeySet::new(keys.into_iter().zip(held).filter(|&(_, held)| !held).map(|(k, _)| k))
 }
 
 /// Of each row's keys (`fingerprints` and their `lists`), those of
 /// [`keys_meeting_tonight`]: all of a row of one of tonight's fingerprints,
 /// else those of tonight's documents or in `theirs` ([`their_keys`]).
-fn trim_batch(fingerprints: &UInt64Array, lists: &ListArray, index: &NightIndex, theirs: &HashSet<u64>) -> ListArray {
+fn trim_batch(fingerprints: &UInt64Array, lists: &ListArray, index: &NightIndex, theirs: &KeySet) -> ListArray {
     let values = lists.values().as_primitive::<UInt64Type>().values();
     let held = index.have_minhash_keys(values);
+    let theirs = match theirs.is_empty() {
+        true => vec![false; values.len()],
+        false => theirs.have(values),
+    };
     let offsets = lists.value_offsets();
     let (mut kept, mut ends) = (Vec::new(), Vec::with_capacity(lists.len() + 1));
     ends.push(0i32);
     for row in 0..lists.len() {
         let all = tonights(index, fingerprints, row);
         let keys = offsets[row] as usize..offsets[row + 1] as usize;
-        kept.extend(keys.filter(|&j| all || held[j] || theirs.contains(&values[j])).map(|j| values[j]));
+        kept.extend(keys.filter(|&j| all || held[j] || theirs[j]).map(|j| values[j]));
         ends.push(kept.len() as i32);
     }
     let DataType::List(field) = keys_type() else { unreachable!("keys are a list") };
