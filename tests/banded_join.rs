@@ -8,7 +8,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::datasource::MemTable;
-use neardup::job::sql::{render, Param, NEAR_PAIRS};
+use neardup::job::sql::{render, Param, Statement, NEAR_PAIRS, NEAR_PAIRS_BY_SORT};
 use neardup::join::{brute_force_pairs, BandPlan};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -39,7 +39,8 @@ fn planted(n: usize, max_d: u32, per_distance: usize, seed: u64) -> Vec<u64> {
     fps
 }
 
-async fn banded_pairs(fps: &[u64], k: u32, m: u32, partitions: usize) -> BTreeSet<(u64, u64, u32)> {
+/// The pairs `statement` (the join, or the sort in memory) finds.
+async fn banded_pairs(statement: Statement, fps: &[u64], k: u32, m: u32, partitions: usize) -> BTreeSet<(u64, u64, u32)> {
     let ctx = neardup::session::new_context(&neardup::session::EngineOptions {
         target_partitions: Some(partitions),
         ..Default::default()
@@ -72,7 +73,7 @@ async fn banded_pairs(fps: &[u64], k: u32, m: u32, partitions: usize) -> BTreeSe
     ctx.sql("CREATE VIEW stored AS SELECT * FROM fingerprints WHERE false").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("near/near.parquet").display().to_string();
-    let statement = render(NEAR_PAIRS, &[("path", Param::Text(&path)), ("k", Param::Int(u64::from(k))), ("m", Param::Int(u64::from(m)))]);
+    let statement = render(statement, &[("path", Param::Text(&path)), ("k", Param::Int(u64::from(k))), ("m", Param::Int(u64::from(m)))]);
     ctx.sql(&statement).await.unwrap().collect().await.unwrap();
     let batches = common::read_dir(&dir.path().join("near"));
     let (a, b, h) = (common::u64s(&batches, "simhash_a"), common::u64s(&batches, "simhash_b"), common::u64s(&batches, "hamming"));
@@ -94,8 +95,10 @@ async fn banded_join_equals_brute_force() {
     for (seed, (k, m)) in [(0, 1), (1, 2), (2, 3), (3, 4), (3, 5), (3, 6), (4, 6), (5, 7), (6, 8)].into_iter().enumerate() {
         let fps = planted(1500, k + 1, 15, seed as u64);
         let expected = brute(&fps, k);
-        let got = banded_pairs(&fps, k, m, 3).await;
+        let got = banded_pairs(NEAR_PAIRS, &fps, k, m, 3).await;
         assert_eq!(got, expected, "banded join differs from brute force at k = {k}, m = {m}");
+        let sorted = banded_pairs(NEAR_PAIRS_BY_SORT, &fps, k, m, 3).await;
+        assert_eq!(sorted, expected, "banded pairs in memory differ from brute force at k = {k}, m = {m}");
         // The planted pairs at every distance up to k must be among them.
         for d in 1..=k {
             assert!(expected.iter().any(|p| p.2 == d), "no planted pair at distance {d} (k = {k})");
@@ -111,6 +114,7 @@ async fn auto_plan_and_partitioning_do_not_change_pairs() {
     assert!(expected.len() >= 100, "the test needs many planted pairs, got {}", expected.len());
     let plan = BandPlan::auto(3, fps.len() as u64).unwrap();
     for partitions in [1, 4] {
-        assert_eq!(banded_pairs(&fps, 3, plan.m, partitions).await, expected, "{partitions} partitions");
+        assert_eq!(banded_pairs(NEAR_PAIRS, &fps, 3, plan.m, partitions).await, expected, "{partitions} partitions");
+        assert_eq!(banded_pairs(NEAR_PAIRS_BY_SORT, &fps, 3, plan.m, partitions).await, expected, "{partitions} partitions, in memory");
     }
 }

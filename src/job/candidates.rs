@@ -115,7 +115,13 @@ pub(super) async fn near_pairs(
         .map_err(Error::input)?;
         let path = out.staged("_work/candidates/simhash.parquet");
         let params = [("path", Param::Text(&path)), ("k", Param::Int(u64::from(k))), ("m", Param::Int(u64::from(p.m)))];
-        collect(ctx, &render(sql::NEAR_PAIRS, &params)).await?;
+        // In memory, sorting each band finds the pairs faster than a hash
+        // join of every band row; the join spills, and spreads over a cluster.
+        let by = match crate::session::work_in_memory(ctx) {
+            true => sql::NEAR_PAIRS_BY_SORT,
+            false => sql::NEAR_PAIRS,
+        };
+        collect(ctx, &render(by, &params)).await?;
         sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
         plan = Some(p);
     }

@@ -94,6 +94,7 @@ statement!(CORPUS_SIZE, "30_corpus_size.sql", [], reads [table::TERMS]);
 statement!(CORPUS_DF, "31_corpus_df.sql", ["path"], reads [table::TERMS]);
 statement!(FINGERPRINTS, "40_fingerprints.sql", ["model", "model_version", "n_docs", "weighting", "formula", "top_k", "with_vector", "minhash", "keep_key", "path"], reads [table::TERMS]);
 statement!(NEAR_PAIRS, "50_near_pairs.sql", ["k", "m", "path"], reads [table::FINGERPRINTS, table::STORED]);
+statement!(NEAR_PAIRS_BY_SORT, "50_near_pairs_by_sort.sql", ["k", "m", "path"], reads [table::FINGERPRINTS, table::STORED]);
 statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path"], reads [table::SHARED_MINHASH_KEYS, table::TERM_SETS]);
 statement!(SHARED_KEYS_BY_GROUP, "51_shared_keys_by_group.sql", ["path"], reads [table::TERM_SETS]);
 statement!(SHARED_KEYS_BY_SORT, "51_shared_keys_by_sort.sql", ["path"], reads [table::TERM_SETS]);
@@ -125,6 +126,7 @@ pub const ALL: &[Statement] = &[
     CORPUS_DF,
     FINGERPRINTS,
     NEAR_PAIRS,
+    NEAR_PAIRS_BY_SORT,
     MINHASH_BUCKETS,
     SHARED_KEYS_BY_GROUP,
     SHARED_KEYS_BY_SORT,
@@ -239,7 +241,7 @@ mod tests {
     #[test]
     fn work_files_are_uncompressed_and_outputs_are_not() {
         let options = |s: &Statement| s.sql.contains("'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false'");
-        let work = [TERMS, NEAR_PAIRS, MINHASH_BUCKETS, SHARED_KEYS_BY_GROUP, SHARED_KEYS_BY_SORT, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS, ANCHORS];
+        let work = [TERMS, NEAR_PAIRS, NEAR_PAIRS_BY_SORT, MINHASH_BUCKETS, SHARED_KEYS_BY_GROUP, SHARED_KEYS_BY_SORT, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS, ANCHORS];
         for s in &work {
             assert!(options(s), "{} writes a work file", s.file);
         }

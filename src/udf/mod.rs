@@ -14,6 +14,7 @@ use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 
 mod args;
 mod band_keys;
+mod banded_pairs;
 mod containment;
 mod first_common_band;
 mod hamming;
@@ -68,6 +69,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(packed_keys::PackKeys::default())),
         Arc::new(ScalarUDF::from(packed_keys::UnpackKeys::default())),
         Arc::new(ScalarUDF::from(jaccard_pairs::JaccardPairs::default())),
+        Arc::new(ScalarUDF::from(banded_pairs::BandedPairs::default())),
         Arc::new(ScalarUDF::from(night_partners::NightPartners::default())),
         Arc::new(ScalarUDF::from(night_partners::NightPartners::touched())),
         Arc::new(ScalarUDF::from(line_hashes::LineHashes::default())),
@@ -149,7 +151,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 25);
+        assert_eq!(names.len(), 26);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());

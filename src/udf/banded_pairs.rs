@@ -1,0 +1,124 @@
+//! `banded_pairs(fingerprints, tonight, k, m)`: every pair of a list of
+//! distinct fingerprints within Hamming distance `k`, at least one of them
+//! tonight's, found in memory by [`crate::join::banded_pairs`] (the bands
+//! of `m` blocks, each sorted). A run whose work stays in memory finds its
+//! SimHash candidates with it (sql/50_near_pairs_by_sort.sql); the join of
+//! sql/50_near_pairs.sql finds the same pairs under a memory limit or on a
+//! cluster.
+
+use std::sync::{Arc, OnceLock};
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int32Array, ListArray, StructArray, UInt64Array};
+use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Fields, UInt64Type};
+use datafusion::common::{exec_err, plan_err, Result};
+use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
+
+use super::args::{doc, finish, scalar_u32, to_arrays};
+use crate::join::{banded_pairs, BandPlan};
+
+/// A pair as the join's rows have it: nullable, as `least`, `greatest` and
+/// `hamming` give them, so that both statements write one schema.
+fn pair_fields() -> Fields {
+    Fields::from(vec![Field::new("a", DataType::UInt64, true), Field::new("b", DataType::UInt64, true), Field::new("hamming", DataType::Int32, true)])
+}
+
+fn list_of(t: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", t, true)))
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct BandedPairs {
+    signature: Signature,
+}
+
+impl Default for BandedPairs {
+    fn default() -> Self {
+        BandedPairs { signature: Signature::user_defined(Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for BandedPairs {
+    fn name(&self) -> &str {
+        "banded_pairs"
+    }
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        match arg_types {
+            [DataType::List(f), DataType::List(b), k, m] if f.data_type().is_integer() && b.data_type() == &DataType::Boolean && k.is_integer() && m.is_integer() => {
+                Ok(vec![list_of(DataType::UInt64), list_of(DataType::Boolean), DataType::Int64, DataType::Int64])
+            }
+            _ => plan_err!(
+                "banded_pairs takes fingerprints and tonight flags (two lists, as array_agg makes them), k and m, \
+                 got {arg_types:?}"
+            ),
+        }
+    }
+    fn return_type(&self, _: &[DataType]) -> Result<DataType> {
+        Ok(list_of(DataType::Struct(pair_fields())))
+    }
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let name = self.name();
+        let plan = match BandPlan::new(scalar_u32(&args.args, 2, name, "k")?, scalar_u32(&args.args, 3, name, "m")?) {
+            Ok(plan) => plan,
+            Err(e) => return exec_err!("{name}: {e}"),
+        };
+        let (arrays, all_scalar) = to_arrays(&args.args[..2], args.number_rows)?;
+        let (fingerprints, flags) = (arrays[0].as_list::<i32>(), arrays[1].as_list::<i32>());
+        let (mut a, mut b, mut d) = (Vec::new(), Vec::new(), Vec::new());
+        let mut offsets = vec![0i32];
+        for row in 0..fingerprints.len() {
+            if fingerprints.is_valid(row) && flags.is_valid(row) {
+                for (x, y, distance) in group_pairs(&plan, &fingerprints.value(row), &flags.value(row))? {
+                    a.push(x);
+                    b.push(y);
+                    d.push(distance as i32);
+                }
+            }
+            let Ok(end) = i32::try_from(a.len()) else {
+                return exec_err!("{name}: too many pairs in one batch");
+            };
+            offsets.push(end);
+        }
+        let columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(a)), Arc::new(UInt64Array::from(b)), Arc::new(Int32Array::from(d))];
+        let items = StructArray::new(pair_fields(), columns, None);
+        let list = ListArray::new(Arc::new(Field::new("item", DataType::Struct(pair_fields()), true)), OffsetBuffer::new(offsets.into()), Arc::new(items), None);
+        finish(Arc::new(list), all_scalar)
+    }
+    fn documentation(&self) -> Option<&Documentation> {
+        static DOC: OnceLock<Documentation> = OnceLock::new();
+        Some(DOC.get_or_init(|| {
+            doc(
+                "Every pair of a list of distinct fingerprints (gathered with array_agg) within Hamming \
+                 distance k, at least one of them tonight's, as {a, b, hamming} with a < b, in order: the \
+                 banded self-join with m blocks, done in memory (each band's keys sorted) instead of \
+                 joined.",
+                "banded_pairs(fingerprints, tonight, k, m)",
+                "```sql\n> SELECT unnest(banded_pairs([0, 7, 255], [true, true, false], 3, 4)) AS p;\n\
+                 +--------------------------+\n| p                        |\n+--------------------------+\n\
+                 | {a: 0, b: 7, hamming: 3} |\n+--------------------------+\n```",
+                &[
+                    ("fingerprints", "Distinct fingerprints (a list of UInt64)."),
+                    ("tonight", "Whether each is tonight's, in the same order; pairs of two others are left out."),
+                    ("k", "Largest Hamming distance, a constant."),
+                    ("m", "Blocks of the band plan (k < m <= 64), a constant."),
+                ],
+            )
+        }))
+    }
+}
+
+/// The pairs of one row's lists.
+fn group_pairs(plan: &BandPlan, fingerprints: &ArrayRef, flags: &ArrayRef) -> Result<Vec<(u64, u64, u32)>> {
+    let fingerprints = cast(fingerprints, &DataType::UInt64)?;
+    let fingerprints = fingerprints.as_primitive::<UInt64Type>();
+    let flags = flags.as_boolean();
+    if fingerprints.len() != flags.len() || fingerprints.null_count() > 0 {
+        return exec_err!("banded_pairs: fingerprints and tonight must be lists of one length, without NULL fingerprints");
+    }
+    let tonight: Vec<bool> = (0..flags.len()).map(|i| flags.is_valid(i) && flags.value(i)).collect();
+    Ok(banded_pairs(plan, fingerprints.values(), &tonight))
+}
