@@ -1,26 +1,24 @@
 -- Stage 4, when the run's work stays in memory: the pairs of
 -- 50_near_pairs.sql (every pair within k of tonight's distinct fingerprints
 -- and the stored ones tonight touches, once, never two stored ones), found
--- by banded_pairs over all of them at once: each band's keys radix-sorted
--- with the fingerprints (src/join.rs), where the join builds and probes a
--- hash table of every band row (Weibo: 4.24 million a side). It holds every
--- distinct fingerprint in memory, so a run under a memory limit or on a
--- cluster joins instead (50_near_pairs.sql): the same pairs, in the same
--- columns.
+-- by banded_pairs over all of them at once: it sorts the fingerprints (one
+-- is tonight's when any of its rows is), then each band's keys with them
+-- (src/join.rs), where the join builds and probes a hash table of every
+-- band row (Weibo: 4.24 million a side). It holds every fingerprint in
+-- memory, so a run under a memory limit or on a cluster joins instead
+-- (50_near_pairs.sql): the same pairs, in the same columns.
 COPY (
-  WITH known AS (
-    SELECT simhash, bool_or(tonight) AS tonight
+  SELECT p['a'] AS simhash_a,
+         p['b'] AS simhash_b,
+         p['hamming'] AS hamming,
+         CAST(NULL AS DOUBLE) AS similarity
+  FROM (
+    SELECT unnest(banded_pairs(array_agg(simhash), array_agg(tonight), {{k}}, {{m}})) AS p
     FROM (
       SELECT simhash, true AS tonight FROM fingerprints WHERE simhash IS NOT NULL
       UNION ALL
       SELECT simhash, false AS tonight FROM stored WHERE simhash IS NOT NULL
     )
-    GROUP BY simhash
   )
-  SELECT p['a'] AS simhash_a,
-         p['b'] AS simhash_b,
-         p['hamming'] AS hamming,
-         CAST(NULL AS DOUBLE) AS similarity
-  FROM (SELECT unnest(banded_pairs(array_agg(simhash), array_agg(tonight), {{k}}, {{m}})) AS p FROM known)
   ORDER BY simhash_a, simhash_b
 ) TO {{path}} STORED AS PARQUET OPTIONS ('format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')

@@ -1,31 +1,26 @@
 //! `banded_pairs(fingerprints, tonight, k, m)`: every pair of a list of
-//! distinct fingerprints within Hamming distance `k`, at least one of them
-//! tonight's, found in memory by [`crate::join::banded_pairs`] (the bands
-//! of `m` blocks, each sorted). A run whose work stays in memory finds its
+//! fingerprints within Hamming distance `k`, at least one of them tonight's
+//! (a fingerprint listed twice is tonight's when either is), found in memory
+//! by [`crate::join::banded_pairs`] (the bands of `m` blocks, each sorted). A run whose work stays in memory finds its
 //! SimHash candidates with it (sql/50_near_pairs_by_sort.sql); the join of
 //! sql/50_near_pairs.sql finds the same pairs under a memory limit or on a
 //! cluster.
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int32Array, ListArray, StructArray, UInt64Array};
-use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int32Array, UInt64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, UInt64Type};
 use datafusion::common::{exec_err, plan_err, Result};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use super::args::{doc, finish, scalar_u32, to_arrays};
+use super::args::{doc, finish, list_of, scalar_u32, struct_lists, to_arrays};
 use crate::join::{banded_pairs, BandPlan};
 
 /// A pair as the join's rows have it: nullable, as `least`, `greatest` and
 /// `hamming` give them, so that both statements write one schema.
 fn pair_fields() -> Fields {
     Fields::from(vec![Field::new("a", DataType::UInt64, true), Field::new("b", DataType::UInt64, true), Field::new("hamming", DataType::Int32, true)])
-}
-
-fn list_of(t: DataType) -> DataType {
-    DataType::List(Arc::new(Field::new("item", t, true)))
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -84,16 +79,15 @@ impl ScalarUDFImpl for BandedPairs {
             offsets.push(end);
         }
         let columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(a)), Arc::new(UInt64Array::from(b)), Arc::new(Int32Array::from(d))];
-        let items = StructArray::new(pair_fields(), columns, None);
-        let list = ListArray::new(Arc::new(Field::new("item", DataType::Struct(pair_fields()), true)), OffsetBuffer::new(offsets.into()), Arc::new(items), None);
-        finish(Arc::new(list), all_scalar)
+        finish(Arc::new(struct_lists(pair_fields(), columns, offsets)), all_scalar)
     }
     fn documentation(&self) -> Option<&Documentation> {
         static DOC: OnceLock<Documentation> = OnceLock::new();
         Some(DOC.get_or_init(|| {
             doc(
-                "Every pair of a list of distinct fingerprints (gathered with array_agg) within Hamming \
-                 distance k, at least one of them tonight's, as {a, b, hamming} with a < b, in order: the \
+                "Every pair of distinct fingerprints of a list (gathered with array_agg) within Hamming \
+                 distance k, at least one of them tonight's (a fingerprint listed more than once is \
+                 tonight's when any of its entries is), as {a, b, hamming} with a < b, in order: the \
                  banded self-join with m blocks, done in memory (each band's keys sorted) instead of \
                  joined.",
                 "banded_pairs(fingerprints, tonight, k, m)",
@@ -101,7 +95,7 @@ impl ScalarUDFImpl for BandedPairs {
                  +--------------------------+\n| p                        |\n+--------------------------+\n\
                  | {a: 0, b: 7, hamming: 3} |\n+--------------------------+\n```",
                 &[
-                    ("fingerprints", "Distinct fingerprints (a list of UInt64)."),
+                    ("fingerprints", "Fingerprints (a list of UInt64; repeats are one fingerprint)."),
                     ("tonight", "Whether each is tonight's, in the same order; pairs of two others are left out."),
                     ("k", "Largest Hamming distance, a constant."),
                     ("m", "Blocks of the band plan (k < m <= 64), a constant."),
@@ -119,6 +113,23 @@ fn group_pairs(plan: &BandPlan, fingerprints: &ArrayRef, flags: &ArrayRef) -> Re
     if fingerprints.len() != flags.len() || fingerprints.null_count() > 0 {
         return exec_err!("banded_pairs: fingerprints and tonight must be lists of one length, without NULL fingerprints");
     }
-    let tonight: Vec<bool> = (0..flags.len()).map(|i| flags.is_valid(i) && flags.value(i)).collect();
-    Ok(banded_pairs(plan, fingerprints.values(), &tonight))
+    let mut rows: Vec<(u64, bool)> = fingerprints.values().iter().enumerate().map(|(i, &f)| (f, flags.is_valid(i) && flags.value(i))).collect();
+    let (distinct, tonight) = distinct_fingerprints(&mut rows);
+    Ok(banded_pairs(plan, &distinct, &tonight))
+}
+
+/// The distinct fingerprints of `rows`, sorted, each tonight's when any of
+/// its rows is (as `bool_or` grouped by fingerprint gives them).
+fn distinct_fingerprints(rows: &mut [(u64, bool)]) -> (Vec<u64>, Vec<bool>) {
+    radsort::sort_by_key(rows, |&(f, _)| f);
+    rows.chunk_by(|x, y| x.0 == y.0).map(|run| (run[0].0, run.iter().any(|r| r.1))).unzip()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_fingerprint_listed_twice_is_tonights_when_either_is() {
+        let mut rows = vec![(7, false), (3, false), (7, true), (5, false), (3, false)];
+        assert_eq!(super::distinct_fingerprints(&mut rows), (vec![3, 5, 7], vec![false, false, true]));
+    }
 }

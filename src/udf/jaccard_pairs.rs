@@ -4,23 +4,18 @@
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, ArrayBuilder, ArrayRef, AsArray, ListArray, StructArray, UInt64Builder};
-use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::array::{Array, ArrayBuilder, ArrayRef, AsArray, UInt64Builder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, UInt64Type};
 use datafusion::common::{exec_err, plan_err, Result, ScalarValue};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use super::args::{doc, finish, to_arrays};
+use super::args::{doc, finish, list_of, struct_lists, to_arrays};
 use super::term_set::{as_sets, set_type, set_values};
 use crate::setjoin::jaccard_pairs;
 
 fn pair_fields() -> Fields {
     Fields::from(vec![Field::new("a", DataType::UInt64, false), Field::new("b", DataType::UInt64, false)])
-}
-
-fn list_of(t: DataType) -> DataType {
-    DataType::List(Arc::new(Field::new("item", t, true)))
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -88,9 +83,8 @@ impl ScalarUDFImpl for JaccardPairs {
             };
             offsets.push(end);
         }
-        let items = StructArray::new(pair_fields(), vec![Arc::new(a.finish()) as ArrayRef, Arc::new(b.finish())], None);
-        let list = ListArray::new(Arc::new(Field::new("item", DataType::Struct(pair_fields()), true)), OffsetBuffer::new(offsets.into()), Arc::new(items), None);
-        finish(Arc::new(list), all_scalar)
+        let columns = vec![Arc::new(a.finish()) as ArrayRef, Arc::new(b.finish())];
+        finish(Arc::new(struct_lists(pair_fields(), columns, offsets)), all_scalar)
     }
     fn documentation(&self) -> Option<&Documentation> {
         static DOC: OnceLock<Documentation> = OnceLock::new();

@@ -4,12 +4,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, UInt64Builder};
-use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::cast::{as_float64_array, as_list_array, as_uint64_array};
 use datafusion::common::{plan_err, Result};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
-use super::args::{doc, finish, is_string, to_arrays, Strings};
+use super::args::{doc, finish, is_string, list_of, to_arrays, Strings};
 use crate::fingerprint::{hash64, SimHasher};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -21,10 +21,6 @@ impl Default for Simhash {
     fn default() -> Self {
         Simhash { signature: Signature::user_defined(Volatility::Immutable) }
     }
-}
-
-fn list_of(t: DataType) -> DataType {
-    DataType::List(Arc::new(Field::new("item", t, true)))
 }
 
 fn element(t: &DataType) -> Option<&DataType> {
