@@ -7,7 +7,7 @@ use datafusion::prelude::SessionContext;
 use super::config::{Candidates, JoinOptions};
 use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, work_table};
-use super::sql::{self, render, table, Param};
+use super::sql::{self, render, table, Param, Statement};
 use super::summary::{BandPlanSummary, Summary};
 use super::tables::{components_parquet, create_view, view_without};
 use super::KeepRule;
@@ -117,11 +117,7 @@ pub(super) async fn near_pairs(
         let params = [("path", Param::Text(&path)), ("k", Param::Int(u64::from(k))), ("m", Param::Int(u64::from(p.m)))];
         // In memory, sorting each band finds the pairs faster than a hash
         // join of every band row; the join spills, and spreads over a cluster.
-        let by = match crate::session::work_in_memory(ctx) {
-            true => sql::NEAR_PAIRS_BY_SORT,
-            false => sql::NEAR_PAIRS,
-        };
-        collect(ctx, &render(by, &params)).await?;
+        collect(ctx, &render(in_memory_or(ctx, sql::NEAR_PAIRS_BY_SORT, sql::NEAR_PAIRS), &params)).await?;
         sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
         plan = Some(p);
     }
@@ -175,10 +171,7 @@ async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &Outp
     // In memory, a radix sort finds the shared keys in less memory than a
     // GROUP BY; the GROUP BY spills, and spreads over a cluster.
     let shared = out.staged("_work/shared_minhash_keys.parquet");
-    let by = match crate::session::work_in_memory(ctx) {
-        true => sql::SHARED_KEYS_BY_SORT,
-        false => sql::SHARED_KEYS_BY_GROUP,
-    };
+    let by = in_memory_or(ctx, sql::SHARED_KEYS_BY_SORT, sql::SHARED_KEYS_BY_GROUP);
     work_table(ctx, &render(by, &[("path", Param::Text(&shared))]), &shared, table::SHARED_MINHASH_KEYS).await?;
     work_table(ctx, &render(sql::MINHASH_BUCKETS, &[("path", Param::Text(&buckets))]), &buckets, table::MINHASH_BUCKETS).await?;
     let path = out.staged("_work/candidates/minhash.parquet");
@@ -191,6 +184,16 @@ async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &Outp
     let params = [("path", Param::Text(&path)), ("hot", Param::Int(hot)), ("threshold", Param::Float(threshold))];
     collect(ctx, &render(sql::MINHASH_CANDIDATES, &params)).await?;
     Ok(())
+}
+
+/// `sort`, a statement that holds its input in memory, when the run's work
+/// stays in memory; else `spilling`, its twin that spills and spreads over a
+/// cluster (the same rows).
+fn in_memory_or(ctx: &SessionContext, sort: Statement, spilling: Statement) -> Statement {
+    match crate::session::work_in_memory(ctx) {
+        true => sort,
+        false => spilling,
+    }
 }
 
 /// The summary's name of where candidates come from.

@@ -354,10 +354,7 @@ fn unheld(mut keys: Vec<u64>, index: &NightIndex) -> KeySet {
 fn trim_batch(fingerprints: &UInt64Array, lists: &ListArray, index: &NightIndex, theirs: &KeySet) -> ListArray {
     let values = lists.values().as_primitive::<UInt64Type>().values();
     let held = index.have_minhash_keys(values);
-    let theirs = match theirs.is_empty() {
-        true => vec![false; values.len()],
-        false => theirs.have(values),
-    };
+    let theirs = theirs.have(values);
     let offsets = lists.value_offsets();
     let (mut kept, mut ends) = (Vec::new(), Vec::with_capacity(lists.len() + 1));
     ends.push(0i32);

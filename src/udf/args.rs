@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, LargeStringArray, StringArray, StringViewArray};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::array::{Array, ArrayRef, LargeStringArray, ListArray, StringArray, StringViewArray, StructArray};
+use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::{exec_err, plan_err, Result, ScalarValue};
 use datafusion::logical_expr::{ColumnarValue, DocSection, Documentation};
 
@@ -27,16 +28,15 @@ pub(crate) fn doc(description: &str, syntax: &str, example: &str, args: &[(&str,
 /// A list type of `t` (items named "item" and nullable, as Arrow's builders
 /// make them).
 pub(crate) fn list_of(t: DataType) -> DataType {
-    DataType::List(Arc::new(datafusion::arrow::datatypes::Field::new("item", t, true)))
+    DataType::List(Arc::new(Field::new("item", t, true)))
 }
 
 /// Lists of structs of `fields`, one a row: `columns` hold every row's items
 /// in turn, and `offsets` (from 0) where each row's end.
-pub(crate) fn struct_lists(fields: datafusion::arrow::datatypes::Fields, columns: Vec<ArrayRef>, offsets: Vec<i32>) -> datafusion::arrow::array::ListArray {
-    use datafusion::arrow::array::{ListArray, StructArray};
+pub(crate) fn struct_lists(fields: Fields, columns: Vec<ArrayRef>, offsets: Vec<i32>) -> ListArray {
     let items = StructArray::new(fields.clone(), columns, None);
-    let field = datafusion::arrow::datatypes::Field::new("item", DataType::Struct(fields), true);
-    ListArray::new(Arc::new(field), datafusion::arrow::buffer::OffsetBuffer::new(offsets.into()), Arc::new(items), None)
+    let field = Field::new("item", DataType::Struct(fields), true);
+    ListArray::new(Arc::new(field), OffsetBuffer::new(offsets.into()), Arc::new(items), None)
 }
 
 /// A string column of any of Arrow's three string layouts.
