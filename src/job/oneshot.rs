@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::array::{ArrowPrimitiveType, AsArray, ListArray, PrimitiveArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::array::Array;
 use datafusion::arrow::datatypes::{DataType, Field, UInt32Type, UInt64Type};
@@ -22,20 +22,28 @@ use crate::sets::Evidence;
 use crate::text::shingles::containment;
 use crate::storage::OutputDir;
 
-/// One document of a shared fingerprint, as the check sees it.
-struct Member {
+/// One document of a shared fingerprint, as the check sees it: its lists
+/// borrowed from the batches that hold them, and where it is (batch, row).
+/// Copying every copy's id and term set out of the batches took longer than
+/// the check itself (Weibo: 354,730 copies).
+struct Member<'a> {
     simhash: u64,
-    source: String,
-    id: String,
-    term_set: Vec<u64>,
-    shingles: Option<Vec<u32>>,
+    at: (usize, usize),
+    term_set: &'a [u64],
+    shingles: Option<&'a [u32]>,
     vector: Option<Vec<i8>>,
 }
 
-impl Member {
+impl Member<'_> {
     fn evidence(&self) -> Evidence<'_> {
-        Evidence { terms: &self.term_set, vector: self.vector.as_deref() }
+        Evidence { terms: self.term_set, vector: self.vector.as_deref() }
     }
+}
+
+/// Row `r`'s items of `lists`, whose items are `values`.
+fn items<'a, T: ArrowPrimitiveType>(lists: &ListArray, values: &'a PrimitiveArray<T>, r: usize) -> &'a [T::Native] {
+    let offsets = lists.value_offsets();
+    &values.values()[offsets[r] as usize..offsets[r + 1] as usize]
 }
 
 /// The documents left out of their fingerprint group by the check (the
@@ -46,38 +54,35 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec
     // Sketches are read only when a policy compares them.
     let policy = join.min_shared();
     let reads_vectors = join.verify.reads_vectors();
+    let set_type = DataType::List(Arc::new(Field::new("item", DataType::UInt64, true)));
+    let lists = batches.iter().map(|b| Ok((cast(b.column(3), &set_type)?, cast(b.column(4), &crate::udf::sketch_type())?))).collect::<Result<Vec<_>>>()?;
     let mut rows: Vec<Member> = Vec::new();
-    for b in batches {
+    for (n, (b, (sets, sketches))) in batches.iter().zip(&lists).enumerate() {
         let simhash = column_u64(b, 0)?;
-        let (source, id) = (cast(b.column(1), &DataType::Utf8)?, cast(b.column(2), &DataType::Utf8)?);
-        let (source, id) = (source.as_string::<i32>(), id.as_string::<i32>());
-        let sets = cast(b.column(3), &DataType::List(Arc::new(Field::new("item", DataType::UInt64, true))))?;
-        let sets = sets.as_list::<i32>();
-        let sketches = cast(b.column(4), &crate::udf::sketch_type())?;
-        let sketches = sketches.as_list::<i32>();
+        let (sets, sketches) = (sets.as_list::<i32>(), sketches.as_list::<i32>());
+        let (set_items, sketch_items) = (sets.values().as_primitive::<UInt64Type>(), sketches.values().as_primitive::<UInt32Type>());
         let vectors = b.column(5).as_fixed_size_binary();
         for r in 0..b.num_rows() {
-            let set = sets.value(r).as_primitive::<UInt64Type>().values().to_vec();
-            let shingles = (policy.is_some() && sketches.is_valid(r)).then(|| sketches.value(r).as_primitive::<UInt32Type>().values().to_vec());
+            let shingles = (policy.is_some() && sketches.is_valid(r)).then(|| items(sketches, sketch_items, r));
             let vector = (reads_vectors && vectors.is_valid(r)).then(|| vectors.value(r).iter().map(|&b| b as i8).collect());
-            rows.push(Member { simhash: simhash.value(r), source: source.value(r).to_string(), id: id.value(r).to_string(), term_set: set, shingles, vector });
+            rows.push(Member { simhash: simhash.value(r), at: (n, r), term_set: items(sets, set_items, r), shingles, vector });
         }
     }
     let similar = |a: &&Member, b: &&Member| {
         join.verify.passes(a.evidence(), b.evidence())
             && policy.is_none_or(|policy| {
-                let share = |x: &Member, y: &Member| containment(x.shingles.as_deref()?, y.shingles.as_deref()?);
+                let share = |x: &Member, y: &Member| containment(x.shingles?, y.shingles?);
                 policy.passes(share(a, b), share(b, a))
             })
     };
     let mut rejected = Vec::new();
     for group in rows.chunk_by(|a, b| a.simhash == b.simhash) {
         let copies: Vec<&Member> = group.iter().collect();
-        for i in crate::sets::split_group(&copies, similar) {
-            rejected.push((group[i].source.clone(), group[i].id.clone()));
-        }
+        rejected.extend(crate::sets::split_group(&copies, similar).into_iter().map(|i| group[i].at));
     }
-    Ok(rejected)
+    // Only the rejected copies' ids are read out.
+    let ids = batches.iter().map(|b| Ok((cast(b.column(1), &DataType::Utf8)?, cast(b.column(2), &DataType::Utf8)?))).collect::<Result<Vec<_>>>()?;
+    Ok(rejected.into_iter().map(|(n, r)| (ids[n].0.as_string::<i32>().value(r).to_string(), ids[n].1.as_string::<i32>().value(r).to_string())).collect())
 }
 
 /// Stage `pairs` of a one-shot run (and of `neardup pairs`): candidates,
