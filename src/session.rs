@@ -164,11 +164,7 @@ fn session_config(options: &EngineOptions) -> Result<SessionConfig> {
         // are written in 1.04 s instead of 1.37 s, and take 4 % more room.
         // Work files set their own options (sql::WORK_FILE); on a cluster
         // the setting reaches the executors through crate::statement.
-        .set_str("datafusion.execution.parquet.compression", "zstd(1)")
-        // Two row groups of an output encoded at once: encoding one row
-        // group's columns in parallel leaves its widest column (the MinHash
-        // keys of fingerprints/) on one core. The file is the same.
-        .set_usize("datafusion.execution.parquet.maximum_parallel_row_group_writers", 2);
+        .set_str("datafusion.execution.parquet.compression", "zstd(1)");
     if let Some(n) = options.target_partitions {
         if n == 0 {
             return Err(Error::input("target partitions must be at least 1"));
