@@ -11,14 +11,19 @@
 -- count the documents with terms without decoding the terms. `shingles`
 -- is the document's shingle sketch (src/text/shingles.rs): what the pairs'
 -- shares of shared text are measured on, carried to the fingerprints.
+-- text_features gives both, term_stats and shingle_sketch, from one pass
+-- that strips and normalises the text once (Heybox: 0.1 s of the
+-- statement's 2.5 s went to doing it twice).
 COPY (
   SELECT *, list_length(terms) AS term_count
   FROM (
-    SELECT source,
-           id,
-           CAST(character_length(text) AS BIGINT) AS n_chars{{keep_key}},
-           term_stats(text, title, {{tokenizer}}, {{analyzer_options}}, {{with_pos}}, {{boilerplate}}) AS terms,
-           shingle_sketch(text, {{boilerplate}}) AS shingles
-    FROM documents
+    SELECT source, id, n_chars{{keep_key}}, f['terms'] AS terms, f['shingles'] AS shingles
+    FROM (
+      SELECT source,
+             id,
+             CAST(character_length(text) AS BIGINT) AS n_chars{{keep_key}},
+             text_features(text, title, {{tokenizer}}, {{analyzer_options}}, {{with_pos}}, {{boilerplate}}) AS f
+      FROM documents
+    )
   )
 ) TO {{path}} STORED AS PARQUET OPTIONS ('format.max_row_group_size' '1024', 'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false')

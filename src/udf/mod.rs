@@ -37,6 +37,7 @@ mod shingle_sketch;
 mod simhash_similarity;
 pub(crate) mod term_set;
 mod term_stats;
+mod text_features;
 mod term_weight;
 mod tokenize;
 mod tokenize_tagged;
@@ -64,6 +65,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(term_set::TermSet::default())),
         Arc::new(ScalarUDF::from(set_similarity::SetSimilarity::default())),
         Arc::new(ScalarUDF::from(shingle_sketch::ShingleSketch::default())),
+        Arc::new(ScalarUDF::from(text_features::TextFeatures::default())),
         Arc::new(ScalarUDF::from(containment::Containment::default())),
         Arc::new(ScalarUDF::from(minhash_keys::MinhashKeys::default())),
         Arc::new(ScalarUDF::from(packed_keys::PackKeys::default())),
@@ -151,7 +153,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 26);
+        assert_eq!(names.len(), 27);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());
