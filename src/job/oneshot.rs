@@ -2,12 +2,10 @@
 //! candidates among all fingerprints, the term-set check, clusters and
 //! pairs, over the registered `fingerprints`.
 
-use std::sync::Arc;
-
-use datafusion::arrow::array::{ArrowPrimitiveType, AsArray, ListArray, PrimitiveArray, RecordBatch};
+use datafusion::arrow::array::{ArrayRef, ArrowPrimitiveType, AsArray, ListArray, PrimitiveArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::array::Array;
-use datafusion::arrow::datatypes::{DataType, Field, UInt32Type, UInt64Type};
+use datafusion::arrow::datatypes::{DataType, UInt32Type, UInt64Type};
 use datafusion::prelude::SessionContext;
 
 use super::candidates::{eligible_without, near_pairs, term_sets};
@@ -54,7 +52,7 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec
     // Sketches are read only when a policy compares them.
     let policy = join.min_shared();
     let reads_vectors = join.verify.reads_vectors();
-    let set_type = DataType::List(Arc::new(Field::new("item", DataType::UInt64, true)));
+    let set_type = crate::udf::term_set::set_type();
     let lists = batches.iter().map(|b| Ok((cast(b.column(3), &set_type)?, cast(b.column(4), &crate::udf::sketch_type())?))).collect::<Result<Vec<_>>>()?;
     let mut rows: Vec<Member> = Vec::new();
     for (n, (b, (sets, sketches))) in batches.iter().zip(&lists).enumerate() {
@@ -80,9 +78,17 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec
         let copies: Vec<&Member> = group.iter().collect();
         rejected.extend(crate::sets::split_group(&copies, similar).into_iter().map(|i| group[i].at));
     }
-    // Only the rejected copies' ids are read out.
-    let ids = batches.iter().map(|b| Ok((cast(b.column(1), &DataType::Utf8)?, cast(b.column(2), &DataType::Utf8)?))).collect::<Result<Vec<_>>>()?;
-    Ok(rejected.into_iter().map(|(n, r)| (ids[n].0.as_string::<i32>().value(r).to_string(), ids[n].1.as_string::<i32>().value(r).to_string())).collect())
+    // Only the rejected copies' ids are read out, from the batches that hold them.
+    let mut ids: Vec<Option<(ArrayRef, ArrayRef)>> = vec![None; batches.len()];
+    let mut named = Vec::with_capacity(rejected.len());
+    for (n, r) in rejected {
+        let (source, id) = match &ids[n] {
+            Some(columns) => columns,
+            None => ids[n].insert((cast(batches[n].column(1), &DataType::Utf8)?, cast(batches[n].column(2), &DataType::Utf8)?)),
+        };
+        named.push((source.as_string::<i32>().value(r).to_string(), id.as_string::<i32>().value(r).to_string()));
+    }
+    Ok(named)
 }
 
 /// Stage `pairs` of a one-shot run (and of `neardup pairs`): candidates,

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 
 use datafusion::arrow::array::{ListArray, UInt32Array};
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
-use datafusion::arrow::datatypes::{DataType, Field};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{exec_err, plan_err, Result};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
@@ -16,7 +16,41 @@ use crate::text::{normalize_into, strip_lines};
 
 /// The type of a shingle sketch: a list of UInt32 hashes.
 pub fn sketch_type() -> DataType {
-    DataType::List(Arc::new(Field::new("item", DataType::UInt32, true)))
+    DataType::List(sketch_item())
+}
+
+fn sketch_item() -> FieldRef {
+    Arc::new(Field::new("item", DataType::UInt32, true))
+}
+
+/// Shingle sketches listed a row at a time, as shingle_sketch and
+/// text_features return them.
+pub(super) struct SketchLists {
+    values: Vec<u32>,
+    offsets: Vec<i32>,
+}
+
+impl SketchLists {
+    pub(super) fn new(rows: usize) -> SketchLists {
+        let mut offsets = Vec::with_capacity(rows + 1);
+        offsets.push(0);
+        SketchLists { values: Vec::new(), offsets }
+    }
+
+    /// End the next row, whose sketch is `sketch` (none for a NULL text).
+    pub(super) fn push(&mut self, sketch: &[u32], function: &str) -> Result<()> {
+        self.values.extend_from_slice(sketch);
+        let Ok(offset) = i32::try_from(self.values.len()) else {
+            return exec_err!("{function}: more than 2^31 hashes in one batch; lower datafusion.execution.batch_size");
+        };
+        self.offsets.push(offset);
+        Ok(())
+    }
+
+    /// The lists, NULL where `nulls` says so.
+    pub(super) fn finish(self, nulls: Option<NullBuffer>) -> ListArray {
+        ListArray::new(sketch_item(), OffsetBuffer::new(self.offsets.into()), Arc::new(UInt32Array::from(self.values)), nulls)
+    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -59,11 +93,11 @@ impl ScalarUDFImpl for ShingleSketch {
         let (arrays, all_scalar) = to_arrays(&args.args[..1], args.number_rows)?;
         let texts = Strings::try_new(&arrays[0], self.name(), "text")?;
         let rows = arrays[0].len();
-        let (mut values, mut offsets, mut valid) = (Vec::new(), Vec::with_capacity(rows + 1), Vec::with_capacity(rows));
-        offsets.push(0i32);
+        let (mut lists, mut valid) = (SketchLists::new(rows), Vec::with_capacity(rows));
         let (mut normalized, mut line_buf, mut stripped, mut sketch) = (String::new(), String::new(), String::new(), Vec::new());
         let mut sketcher = Sketcher::default();
         for i in 0..rows {
+            sketch.clear();
             if let Some(mut text) = texts.get(i) {
                 // The text term_stats segments: boilerplate lines dropped, then normalised.
                 if let Some(set) = &boilerplate {
@@ -72,16 +106,11 @@ impl ScalarUDFImpl for ShingleSketch {
                 }
                 normalize_into(text, &mut normalized);
                 sketcher.sketch(&normalized, &mut sketch);
-                values.extend_from_slice(&sketch);
             }
             valid.push(texts.get(i).is_some());
-            let Ok(offset) = i32::try_from(values.len()) else {
-                return exec_err!("shingle_sketch: more than 2^31 hashes in one batch; lower datafusion.execution.batch_size");
-            };
-            offsets.push(offset);
+            lists.push(&sketch, self.name())?;
         }
-        let field = Arc::new(Field::new("item", DataType::UInt32, true));
-        let list = ListArray::new(field, OffsetBuffer::new(offsets.into()), Arc::new(UInt32Array::from(values)), Some(NullBuffer::from(valid)));
+        let list = lists.finish(Some(NullBuffer::from(valid)));
         finish(Arc::new(list), all_scalar)
     }
     fn documentation(&self) -> Option<&Documentation> {

@@ -15,6 +15,7 @@ use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValu
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{doc, finish, is_string, scalar_str, to_arrays, Strings, TextSettings};
+use super::shingle_sketch::SketchLists;
 use crate::text::shingles::Sketcher;
 use crate::text::{normalize_into, parse_set, recycle, strip_lines, DocStats, Token};
 use crate::weight::TermFactors;
@@ -90,7 +91,7 @@ pub fn term_fields() -> Fields {
     ])
 }
 
-fn item_field() -> Arc<Field> {
+pub(super) fn item_field() -> Arc<Field> {
     Arc::new(Field::new("item", DataType::Struct(term_fields()), true))
 }
 
@@ -119,22 +120,22 @@ pub(super) fn analyze(args: &ScalarFunctionArgs, name: &str, with_sketches: bool
     offsets.push(0i32);
     let mut valid = Vec::with_capacity(rows);
     let (mut text_buf, mut title_buf, mut line_buf, mut stripped) = (String::new(), String::new(), String::new(), String::new());
-    let (mut sketcher, mut sketch, mut sketches) = (Sketcher::default(), Vec::new(), SketchLists::new(rows, with_sketches));
+    let (mut sketcher, mut sketch, mut sketches) = (Sketcher::default(), Vec::new(), with_sketches.then(|| SketchLists::new(rows)));
     let mut spare: Vec<Token> = Vec::new();
     let mut written = 0usize;
     let mut bytes = 0u64;
     for i in 0..rows {
         let text = texts.get(i);
         bytes += text.map_or(0, |t| t.len() as u64);
+        sketch.clear();
         if let Some(mut text) = text {
             if let Some(set) = &boilerplate {
                 strip_lines(text, set, &mut line_buf, &mut stripped);
                 text = stripped.as_str();
             }
             normalize_into(text, &mut text_buf);
-            if let Some(lists) = sketches.as_mut() {
+            if sketches.is_some() {
                 sketcher.sketch(&text_buf, &mut sketch);
-                lists.values.extend_from_slice(&sketch);
             }
             let has_title = titles.get(i).map(|t| normalize_into(t, &mut title_buf)).is_some();
             let title = has_title.then_some(title_buf.as_str());
@@ -151,42 +152,13 @@ pub(super) fn analyze(args: &ScalarFunctionArgs, name: &str, with_sketches: bool
         };
         offsets.push(offset);
         if let Some(lists) = sketches.as_mut() {
-            lists.end_row(name)?;
+            lists.push(&sketch, name)?;
         }
     }
     let nulls = Some(NullBuffer::from(valid));
     let terms = ListArray::new(item_field(), OffsetBuffer::new(offsets.into()), Arc::new(columns.finish()), nulls.clone());
     crate::progress::add(rows as u64, bytes);
     Ok((terms, sketches.map(|lists| lists.finish(nulls)), all_scalar))
-}
-
-/// Shingle sketches being listed, a row at a time.
-struct SketchLists {
-    values: Vec<u32>,
-    offsets: Vec<i32>,
-}
-
-impl SketchLists {
-    fn new(rows: usize, wanted: bool) -> Option<SketchLists> {
-        wanted.then(|| {
-            let mut offsets = Vec::with_capacity(rows + 1);
-            offsets.push(0);
-            SketchLists { values: Vec::new(), offsets }
-        })
-    }
-
-    fn end_row(&mut self, name: &str) -> Result<()> {
-        let Ok(offset) = i32::try_from(self.values.len()) else {
-            return exec_err!("{name}: more than 2^31 shingle hashes in one batch; lower datafusion.execution.batch_size");
-        };
-        self.offsets.push(offset);
-        Ok(())
-    }
-
-    fn finish(self, nulls: Option<NullBuffer>) -> ListArray {
-        let field = Arc::new(Field::new("item", DataType::UInt32, true));
-        ListArray::new(field, OffsetBuffer::new(self.offsets.into()), Arc::new(UInt32Array::from(self.values)), nulls)
-    }
 }
 
 #[derive(Debug, PartialEq, Eq, Hash)]

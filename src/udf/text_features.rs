@@ -12,7 +12,7 @@ use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs,
 
 use super::args::{doc, finish};
 use super::shingle_sketch::sketch_type;
-use super::term_stats::{analyze, TermStats};
+use super::term_stats::{analyze, item_field, TermStats};
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct TextFeatures {
@@ -26,8 +26,7 @@ impl Default for TextFeatures {
 }
 
 fn feature_fields() -> Fields {
-    let terms = TermStats::default().return_type(&[]).expect("term_stats has one return type");
-    Fields::from(vec![Field::new("terms", terms, true), Field::new("shingles", sketch_type(), true)])
+    Fields::from(vec![Field::new("terms", DataType::List(item_field()), true), Field::new("shingles", sketch_type(), true)])
 }
 
 impl ScalarUDFImpl for TextFeatures {
