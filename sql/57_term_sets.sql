@@ -4,10 +4,11 @@
 -- of the fingerprints tonight touches (`stored_term_sets`, one row per
 -- fingerprint; empty in a one-shot run).
 -- `tonight` says whether the fingerprint is one of tonight's.
--- A one-shot run reads `eligible` (its copies that fail the check of their
--- shared fingerprint are already left out, 56_unconfirmed_copies.sql); a
--- store run reads all of tonight's `fingerprints`, because its copies are
--- checked against this very table (93_store_unconfirmed.sql).
+-- A store run reads all of tonight's `fingerprints`, because its copies are
+-- checked against this very table (93_store_unconfirmed.sql). Over a view of
+-- tonight's rows less some copies (`eligible`) it gives what a one-shot run
+-- with a check gets from 57_term_sets_one_shot.sql, which knows each shared
+-- fingerprint's first kept copy from the check and needs no aggregate.
 -- Only tonight's fingerprints are ranked: a stored fingerprint that tonight
 -- does not have keeps its one row (on the tenth of ten Weibo nights, 137,000
 -- of the 143,000 stored rows), and ranking it with the rest held every one.

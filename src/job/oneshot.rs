@@ -8,17 +8,17 @@ use datafusion::arrow::array::Array;
 use datafusion::arrow::datatypes::{DataType, UInt32Type, UInt64Type};
 use datafusion::prelude::SessionContext;
 
-use super::candidates::{eligible_without, near_pairs, term_sets};
+use super::candidates::{eligible_without, near_pairs};
 use super::config::{JoinOptions, KeepRule};
 use super::progress::Progress;
-use super::query::{collect, column_u64, scalar_u64};
+use super::query::{collect, column_u64, scalar_u64, work_table};
 use super::sql::{self, render, table, Param};
 use super::summary::Summary;
-use super::tables::{create_view, materialize, pairs_table, FileMetadata};
+use super::tables::{create_view, fingerprint_documents_parquet, materialize, pairs_table, FileMetadata};
 use crate::error::Result;
 use crate::sets::Evidence;
 use crate::text::shingles::containment;
-use crate::storage::OutputDir;
+use crate::storage::{register_parquet, OutputDir};
 
 /// One document of a shared fingerprint, as the check sees it: its lists
 /// borrowed from the batches that hold them, and where it is (batch, row).
@@ -44,11 +44,19 @@ fn items<'a, T: ArrowPrimitiveType>(lists: &ListArray, values: &'a PrimitiveArra
     &values.values()[offsets[r] as usize..offsets[r + 1] as usize]
 }
 
-/// The documents left out of their fingerprint group by the check (the
-/// term sets or SimHash vectors, and the shared text under a policy), from
-/// rows `(simhash, source, id, term_set, shingles, vector)` ordered by
-/// simhash, source, id.
-fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec<(String, String)>> {
+/// What the check of the shared fingerprints' copies found: the copies it
+/// left out, and each shared fingerprint's first copy by (source, id) among
+/// those it kept (the document that stands for the fingerprint).
+struct CheckedCopies {
+    rejected: Vec<(String, String)>,
+    firsts: Vec<(u64, String, String)>,
+}
+
+/// The check of each group of copies, from rows `(simhash, source, id,
+/// term_set, shingles, vector)` ordered by simhash, source, id: the
+/// documents left out of their group (the term sets or SimHash vectors, and
+/// the shared text under a policy), and each group's first kept document.
+fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<CheckedCopies> {
     // Sketches are read only when a policy compares them.
     let policy = join.min_shared();
     let reads_vectors = join.verify.reads_vectors();
@@ -73,22 +81,40 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Vec
                 policy.passes(share(a, b), share(b, a))
             })
     };
-    let mut rejected = Vec::new();
+    let (mut rejected, mut firsts) = (Vec::new(), Vec::new());
     for group in rows.chunk_by(|a, b| a.simhash == b.simhash) {
         let copies: Vec<&Member> = group.iter().collect();
-        rejected.extend(crate::sets::split_group(&copies, similar).into_iter().map(|i| group[i].at));
+        let left_out = crate::sets::split_group(&copies, similar);
+        // The largest subgroup keeps the fingerprint: never every copy is left out.
+        let first = (0..group.len()).find(|i| !left_out.contains(i)).unwrap_or(0);
+        firsts.push((group[first].simhash, group[first].at));
+        rejected.extend(left_out.into_iter().map(|i| group[i].at));
     }
-    // Only the rejected copies' ids are read out, from the batches that hold them.
-    let mut ids: Vec<Option<(ArrayRef, ArrayRef)>> = vec![None; batches.len()];
-    let mut named = Vec::with_capacity(rejected.len());
-    for (n, r) in rejected {
-        let (source, id) = match &ids[n] {
+    let mut names = Names::new(batches);
+    let rejected = rejected.into_iter().map(|at| names.of(at)).collect::<Result<_>>()?;
+    let firsts = firsts.into_iter().map(|(simhash, at)| names.of(at).map(|(source, id)| (simhash, source, id))).collect::<Result<_>>()?;
+    Ok(CheckedCopies { rejected, firsts })
+}
+
+/// The (source, id) of rows of the check's batches. Only the batches that
+/// hold a row asked for are cast.
+struct Names<'a> {
+    batches: &'a [RecordBatch],
+    ids: Vec<Option<(ArrayRef, ArrayRef)>>,
+}
+
+impl<'a> Names<'a> {
+    fn new(batches: &'a [RecordBatch]) -> Self {
+        Names { batches, ids: vec![None; batches.len()] }
+    }
+
+    fn of(&mut self, (n, r): (usize, usize)) -> Result<(String, String)> {
+        let (source, id) = match &self.ids[n] {
             Some(columns) => columns,
-            None => ids[n].insert((cast(batches[n].column(1), &DataType::Utf8)?, cast(batches[n].column(2), &DataType::Utf8)?)),
+            None => self.ids[n].insert((cast(self.batches[n].column(1), &DataType::Utf8)?, cast(self.batches[n].column(2), &DataType::Utf8)?)),
         };
-        named.push((source.as_string::<i32>().value(r).to_string(), id.as_string::<i32>().value(r).to_string()));
+        Ok((source.as_string::<i32>().value(r).to_string(), id.as_string::<i32>().value(r).to_string()))
     }
-    Ok(named)
 }
 
 /// Stage `pairs` of a one-shot run (and of `neardup pairs`): candidates,
@@ -104,7 +130,7 @@ pub(super) async fn join_stages(
 ) -> Result<Summary> {
     progress.begin("join", None);
     // A one-shot run is a store's first night: nothing is stored (the
-    // shared statements 50, 57 and 70 read `stored`, and 57 `stored_term_sets`).
+    // shared statements 50 and 69 read `stored`, and 69 `stored_term_sets`).
     create_view(ctx, table::STORED, "SELECT * FROM fingerprints WHERE false").await?;
     super::touched::no_stored_term_sets(ctx).await?;
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
@@ -143,18 +169,23 @@ pub(super) async fn join_stages(
 
 /// The documents that take part (view `eligible`): all, or with a check all
 /// but the copies a shared fingerprint's largest consistent subgroup leaves
-/// out (sql/56_unconfirmed_copies.sql), whose term sets are then written
-/// (sql/57_term_sets.sql). Returns how many copies were left out.
+/// out (sql/56_unconfirmed_copies.sql), and then the term sets that stand
+/// for the fingerprints (sql/57_term_sets_one_shot.sql). Returns how many
+/// copies were left out.
 async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions) -> Result<u64> {
     if join.verify.measure().is_none() {
         create_view(ctx, table::ELIGIBLE, "SELECT * FROM fingerprints").await?;
         return Ok(0);
     }
     let batches = collect(ctx, &render(sql::UNCONFIRMED_COPIES, &[])).await?;
-    let rejected = unconfirmed_copies(&batches, join)?;
-    eligible_without(ctx, out, &rejected).await?;
-    term_sets(ctx, out, table::ELIGIBLE).await?;
-    Ok(rejected.len() as u64)
+    let copies = unconfirmed_copies(&batches, join)?;
+    drop(batches);
+    eligible_without(ctx, out, &copies.rejected).await?;
+    out.put("_work/first_copies.parquet", fingerprint_documents_parquet(&copies.firsts)?).await?;
+    register_parquet(ctx, table::FIRST_COPIES, &out.staged("_work/first_copies.parquet")).await?;
+    let path = out.staged("_work/term_sets.parquet");
+    work_table(ctx, &render(sql::TERM_SETS_ONE_SHOT, &[("path", Param::Text(&path))]), &path, table::TERM_SETS).await?;
+    Ok(copies.rejected.len() as u64)
 }
 
 /// Stage `clusters` (sql/60_clusters.sql): returns the clusters and the

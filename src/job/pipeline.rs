@@ -55,7 +55,7 @@ impl Stage {
             Stage::Fingerprints => &[sql::FINGERPRINTS],
             Stage::Pairs => &[
                 sql::UNCONFIRMED_COPIES,
-                sql::TERM_SETS,
+                sql::TERM_SETS_ONE_SHOT,
                 sql::NEAR_PAIRS,
                 sql::NEAR_PAIRS_BY_SORT,
                 sql::SHARED_KEYS_BY_SORT,

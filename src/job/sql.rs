@@ -36,6 +36,9 @@ pub mod table {
     /// Every earlier run's compact columns (simhash and MinHash keys).
     pub const STORED_RUNS: &str = "stored_runs";
     pub const TERM_SETS: &str = "term_sets";
+    /// Each shared fingerprint's first document that passed the check of
+    /// its copies (a one-shot run's, 57_term_sets_one_shot.sql).
+    pub const FIRST_COPIES: &str = "first_copies";
     /// The MinHash keys that can give a pair, with their members' count.
     pub const SHARED_MINHASH_KEYS: &str = "shared_minhash_keys";
     pub const MINHASH_BUCKETS: &str = "minhash_buckets";
@@ -63,6 +66,7 @@ pub mod table {
         STORED_TERM_SETS,
         STORED_RUNS,
         TERM_SETS,
+        FIRST_COPIES,
         SHARED_MINHASH_KEYS,
         MINHASH_BUCKETS,
         CANDIDATES,
@@ -102,6 +106,7 @@ statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold",
 statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
 statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", [], reads [table::FINGERPRINTS]);
 statement!(TERM_SETS, "57_term_sets.sql", ["tonight", "path"], reads [table::FINGERPRINTS, table::STORED_TERM_SETS]);
+statement!(TERM_SETS_ONE_SHOT, "57_term_sets_one_shot.sql", ["path"], reads [table::FINGERPRINTS, table::FIRST_COPIES]);
 statement!(KEPT_PAIRS, "58_kept_pairs.sql", ["min_shared"], reads [table::CHECKED_PAIRS]);
 statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"], reads [table::COMPONENTS, table::ELIGIBLE]);
 statement!(ANCHORS, "69_anchors.sql", ["path"], reads [table::CLUSTERS, table::ELIGIBLE, table::NEAR_PAIRS, table::STORED, table::STORED_TERM_SETS]);
@@ -134,6 +139,7 @@ pub const ALL: &[Statement] = &[
     VERIFIED_PAIRS,
     UNCONFIRMED_COPIES,
     TERM_SETS,
+    TERM_SETS_ONE_SHOT,
     KEPT_PAIRS,
     CLUSTERS,
     ANCHORS,
@@ -241,7 +247,7 @@ mod tests {
     #[test]
     fn work_files_are_uncompressed_and_outputs_are_not() {
         let options = |s: &Statement| s.sql.contains("'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false'");
-        let work = [TERMS, NEAR_PAIRS, NEAR_PAIRS_BY_SORT, MINHASH_BUCKETS, SHARED_KEYS_BY_GROUP, SHARED_KEYS_BY_SORT, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS, ANCHORS];
+        let work = [TERMS, NEAR_PAIRS, NEAR_PAIRS_BY_SORT, MINHASH_BUCKETS, SHARED_KEYS_BY_GROUP, SHARED_KEYS_BY_SORT, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS, TERM_SETS_ONE_SHOT, ANCHORS];
         for s in &work {
             assert!(options(s), "{} writes a work file", s.file);
         }

@@ -132,6 +132,19 @@ fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
     write_parquet(schema, vec![sources, ids])
 }
 
+/// `(simhash, source, id)` rows as Parquet.
+pub(super) fn fingerprint_documents_parquet(rows: &[(u64, String, String)]) -> Result<Vec<u8>> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("simhash", DataType::UInt64, false),
+        Field::new("source", DataType::Utf8, false),
+        Field::new("id", DataType::Utf8, false),
+    ]));
+    let simhashes: ArrayRef = Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0)));
+    let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())));
+    let ids: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2.as_str())));
+    write_parquet(schema, vec![simhashes, sources, ids])
+}
+
 /// Record batches of one schema as an in-memory Parquet file.
 pub(super) fn write_batches(schema: SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
     let mut buffer = Vec::new();
