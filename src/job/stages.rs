@@ -6,7 +6,7 @@ use datafusion::prelude::SessionContext;
 
 use super::line_set::LineSet;
 use super::context::Run;
-use super::query::{collect, column_u64, scalar_u64, work_table_with};
+use super::query::{collect, collect_with, column_u64, scalar_u64, work_table_with};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
 use super::tables::{materialize, FileMetadata, METADATA_KEY};
@@ -14,11 +14,12 @@ use super::candidates::minhash_expression;
 use crate::error::{Error, Result};
 use crate::storage::{copy_file, parquet_key_values, register_parquet};
 
-/// Settings for the segmentation statement. Segmentation costs far more per
-/// row than reading, so it must be spread over every core even when an
-/// input is one Parquet row group: the scan is not split by byte ranges (the
-/// ranges of one row group leave all rows in one partition) but read in
-/// small batches, which DataFusion then deals round robin to all partitions.
+/// Settings for the statements that run a costly function on every
+/// document (boilerplate lines, segmentation). It costs far more per row
+/// than reading, so it must be spread over every core even when an input is
+/// one Parquet row group: the scan is not split by byte ranges (the ranges
+/// of one row group leave all rows in one partition) but read in small
+/// batches, which DataFusion then deals round robin to all partitions.
 const SEGMENTATION_SETTINGS: &[(&str, &str)] =
     &[("datafusion.optimizer.repartition_file_scans", "false"), ("datafusion.execution.batch_size", "256")];
 
@@ -36,7 +37,7 @@ pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<Option<LineSe
         run.progress.done("boilerplate", format!("{} lines of the frozen set '{url}'", set.hashes.len()));
         return Ok(Some(set));
     }
-    let batches = collect(run.ctx, &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
+    let batches = collect_with(run.ctx, SEGMENTATION_SETTINGS, &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
     let mut hashes = Vec::new();
     for b in &batches {
         hashes.extend_from_slice(column_u64(b, 0)?.values());
