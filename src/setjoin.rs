@@ -52,7 +52,7 @@ fn needed_overlap(n: usize, m: usize, t: f64) -> i64 {
 /// tonight's looks them up.
 pub fn jaccard_pairs(sets: &[&[u64]], t: f64, tonight: impl Fn(usize) -> bool, wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
     let tonights: Vec<usize> = (0..sets.len()).filter(|&i| tonight(i) && !sets[i].is_empty()).collect();
-    if tonights.len() <= FEW_TONIGHT {
+    if tonights.len() <= FEW_TONIGHT || sets.len() <= SMALL_GROUP {
         return few_tonight(sets, t, &tonights, wanted);
     }
     let ranked = rank_rarest_first(sets);
@@ -109,8 +109,14 @@ pub fn jaccard_pairs(sets: &[&[u64]], t: f64, tonight: impl Fn(usize) -> bool, w
 /// terms cost more than a size check and a merge of each with tonight's few.
 const FEW_TONIGHT: usize = 4;
 
-/// [`jaccard_pairs`] of a group with few sets of tonight (`tonights`, the
-/// non-empty ones): each against every other set, the pairs of two of
+/// Groups of at most this many sets compare every pair directly
+/// ([`few_tonight`]): most hot buckets hold a few dozen short posts, and
+/// ranking their terms and posting prefixes cost more than the comparisons
+/// it saves.
+const SMALL_GROUP: usize = 32;
+
+/// [`jaccard_pairs`] of a small group, or of one with few sets of tonight
+/// (`tonights`, the non-empty ones): each against every other set, the pairs of two of
 /// tonight's once, sizes first (Jaccard is at most the ratio of the sizes),
 /// then the check's own [`jaccard`].
 fn few_tonight(sets: &[&[u64]], t: f64, tonights: &[usize], wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
@@ -246,6 +252,22 @@ mod tests {
         let direct = few_tonight(&views, 0.5, &[0, 1, 2], |i, j| i < 3 || j < 3);
         assert_eq!(direct, brute_force(&sets, 0.5, |i, j| i < 3 || j < 3));
         assert_eq!(jaccard_pairs(&views, 0.5, is_tonight, |_, _| true), direct);
+    }
+
+    #[test]
+    fn small_groups_are_compared_directly() {
+        // Groups on both sides of SMALL_GROUP, all of tonight's: every pair
+        // checked, or the prefixes posted; the same pairs.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+        for n in [5, SMALL_GROUP - 1, SMALL_GROUP, SMALL_GROUP + 1, 2 * SMALL_GROUP] {
+            let sets = bucket(&mut rng, n, 8);
+            let views: Vec<&[u64]> = sets.iter().map(Vec::as_slice).collect();
+            for t in [1.0 / 3.0, 0.5, 1.0] {
+                let expected = brute_force(&sets, t, |_, _| true);
+                assert_eq!(jaccard_pairs(&views, t, |_| true, |_, _| true), expected, "{n} sets, t {t}");
+                assert!(t == 1.0 || !expected.is_empty());
+            }
+        }
     }
 
     #[test]
