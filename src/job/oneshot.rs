@@ -85,8 +85,7 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Che
     for group in rows.chunk_by(|a, b| a.simhash == b.simhash) {
         let copies: Vec<&Member> = group.iter().collect();
         let left_out = crate::sets::split_group(&copies, similar);
-        // The largest subgroup keeps the fingerprint: never every copy is left out.
-        let first = (0..group.len()).find(|i| !left_out.contains(i)).unwrap_or(0);
+        let first = first_kept(&left_out);
         firsts.push((group[first].simhash, group[first].at));
         rejected.extend(left_out.into_iter().map(|i| group[i].at));
     }
@@ -94,6 +93,13 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Che
     let rejected = rejected.into_iter().map(|at| names.of(at)).collect::<Result<_>>()?;
     let firsts = firsts.into_iter().map(|(simhash, at)| names.of(at).map(|(source, id)| (simhash, source, id))).collect::<Result<_>>()?;
     Ok(CheckedCopies { rejected, firsts })
+}
+
+/// The first index of a group that `left_out` (ascending, distinct) does not
+/// hold: the first gap. The largest subgroup keeps the fingerprint, so a
+/// group always has one.
+fn first_kept(left_out: &[usize]) -> usize {
+    left_out.iter().enumerate().find(|&(k, &i)| k != i).map_or(left_out.len(), |(k, _)| k)
 }
 
 /// The (source, id) of rows of the check's batches. Only the batches that
@@ -197,4 +203,15 @@ async fn clusters_stage(ctx: &SessionContext, out: &OutputDir, keep: &KeepRule, 
     let (clusters, in_clusters) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
     progress.done("clusters", format!("{clusters} clusters holding {in_clusters} documents"));
     Ok((clusters, in_clusters))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_first_kept_copy_is_the_first_index_not_left_out() {
+        assert_eq!(super::first_kept(&[]), 0);
+        assert_eq!(super::first_kept(&[1, 2]), 0);
+        assert_eq!(super::first_kept(&[0, 1, 3]), 2);
+        assert_eq!(super::first_kept(&[0, 1]), 2);
+    }
 }
