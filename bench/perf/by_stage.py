@@ -19,7 +19,8 @@ import re
 import sys
 
 DEFAULT_MARKERS = (
-    "jieba_rs::Jieba::tag,ShingleSketch,TermStats,LineHashes,IdfSimhash,MinhashKeys,sort_partition,"
+    "jieba_rs::Jieba::tag,Sketcher,normalize,WordSet,DocStats,strip_lines,TextFeatures,ShingleSketch,"
+    "TermStats,LineHashes,IdfSimhash,MinhashKeys,sort_partition,"
     "ArrowColumnWriter,ParquetRecordBatchReader,HashJoinStream,UnnestStream,AggregateStream,SharedKeys,"
     "JaccardPairs,BandedPairs,unconfirmed_copies,WindowAgg"
 )
