@@ -12,7 +12,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::prelude::SessionContext;
 
 use super::config::{DuplicateIds, JobSpec, KeepRule, OnBadFile};
-use super::query::{collect, collect_with, column_u64, strings};
+use super::query::{collect, collect_with, column_u64, strings, WHOLE_FILE_SCANS};
 use super::summary::SkippedFile;
 use super::tables::{create_view, view_without};
 use super::sql::{self, render, Param};
@@ -446,10 +446,8 @@ pub(super) async fn check_ids(ctx: &SessionContext, view: &str, duplicates: Dupl
 /// their counts. Grouping every (source, id) text cost a `weibo_reposts` run
 /// 0.4 s; the ids are grouped by their 64-bit hash first, and only the rows
 /// of a hash seen twice (the repeated ids, and rare collisions) are grouped
-/// exactly. The scan is not split by byte ranges: the ranges of an input of
-/// one row group leave all its rows in one partition, hashed on one core.
-/// Read whole, its batches are dealt round robin to every core (as for
-/// segmentation, src/job/stages.rs).
+/// exactly. Inputs are read whole (`WHOLE_FILE_SCANS`), so that an input of
+/// one row group is hashed on every core.
 async fn repeated_ids(ctx: &SessionContext, rows: &str) -> Result<Vec<(String, String, u64)>> {
     let query = format!(
         "WITH suspects AS (SELECT hash64(id) AS h FROM {rows} WHERE id IS NOT NULL GROUP BY hash64(id) HAVING count(*) > 1) \
@@ -458,7 +456,7 @@ async fn repeated_ids(ctx: &SessionContext, rows: &str) -> Result<Vec<(String, S
          GROUP BY source, id HAVING count(*) > 1"
     );
     let mut repeated = Vec::new();
-    for b in &collect_with(ctx, &[("datafusion.optimizer.repartition_file_scans", "false")], &query).await? {
+    for b in &collect_with(ctx, &[WHOLE_FILE_SCANS], &query).await? {
         let (sources, ids, counts) = (strings(b, 0)?, strings(b, 1)?, column_u64(b, 2)?);
         repeated.extend(sources.into_iter().zip(ids).zip(counts.values().iter().copied()).map(|((s, id), n)| (s, id, n)));
     }

@@ -2,7 +2,7 @@
 //! candidates among all fingerprints, the term-set check, clusters and
 //! pairs, over the registered `fingerprints`.
 
-use datafusion::arrow::array::{ArrayRef, ArrowPrimitiveType, AsArray, ListArray, PrimitiveArray, RecordBatch};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::array::Array;
 use datafusion::arrow::datatypes::{DataType, UInt32Type, UInt64Type};
@@ -17,6 +17,7 @@ use super::summary::Summary;
 use super::tables::{create_view, fingerprint_documents_parquet, materialize, pairs_table, FileMetadata};
 use crate::error::Result;
 use crate::sets::Evidence;
+use crate::udf::term_set::list_values;
 use crate::text::shingles::containment;
 use crate::storage::{register_parquet, OutputDir};
 
@@ -38,11 +39,8 @@ impl Member<'_> {
     }
 }
 
-/// Row `r`'s items of `lists`, whose items are `values`.
-fn items<'a, T: ArrowPrimitiveType>(lists: &ListArray, values: &'a PrimitiveArray<T>, r: usize) -> &'a [T::Native] {
-    let offsets = lists.value_offsets();
-    &values.values()[offsets[r] as usize..offsets[r + 1] as usize]
-}
+/// The check's name in errors about the lists it reads.
+const CHECK: &str = "the check of shared fingerprints (56_unconfirmed_copies.sql)";
 
 /// What the check of the shared fingerprints' copies found: the copies it
 /// left out, and each shared fingerprint's first copy by (source, id) among
@@ -69,9 +67,12 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions) -> Result<Che
         let (set_items, sketch_items) = (sets.values().as_primitive::<UInt64Type>(), sketches.values().as_primitive::<UInt32Type>());
         let vectors = b.column(5).as_fixed_size_binary();
         for r in 0..b.num_rows() {
-            let shingles = (policy.is_some() && sketches.is_valid(r)).then(|| items(sketches, sketch_items, r));
+            let shingles = match policy {
+                Some(_) => list_values(sketches, sketch_items, r, CHECK, "a shingle sketch")?,
+                None => None,
+            };
             let vector = (reads_vectors && vectors.is_valid(r)).then(|| vectors.value(r).iter().map(|&b| b as i8).collect());
-            rows.push(Member { simhash: simhash.value(r), at: (n, r), term_set: items(sets, set_items, r), shingles, vector });
+            rows.push(Member { simhash: simhash.value(r), at: (n, r), term_set: list_values(sets, set_items, r, CHECK, "a term set")?.unwrap_or(&[]), shingles, vector });
         }
     }
     let similar = |a: &&Member, b: &&Member| {

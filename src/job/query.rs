@@ -27,6 +27,11 @@ pub(super) async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec
     Ok(partitions.into_iter().flatten().collect())
 }
 
+/// Read each input file whole instead of by byte ranges. The ranges of a
+/// file of one Parquet row group leave all its rows in one partition, on one
+/// core; read whole, its batches are dealt round robin to every core.
+pub(super) const WHOLE_FILE_SCANS: (&str, &str) = ("datafusion.optimizer.repartition_file_scans", "false");
+
 /// Run a work statement, `COPY (query) TO path …` of sql/, as the work
 /// table `name`: in memory when the session keeps work tables there
 /// ([`crate::session::WorkInMemory`]), the query's partitions as they come,

@@ -6,7 +6,7 @@ use datafusion::prelude::SessionContext;
 
 use super::line_set::LineSet;
 use super::context::Run;
-use super::query::{collect, collect_with, column_u64, scalar_u64, work_table_with};
+use super::query::{collect, collect_with, column_u64, scalar_u64, work_table_with, WHOLE_FILE_SCANS};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
 use super::tables::{materialize, FileMetadata, METADATA_KEY};
@@ -17,11 +17,10 @@ use crate::storage::{copy_file, parquet_key_values, register_parquet};
 /// Settings for the statements that run a costly function on every
 /// document (boilerplate lines, segmentation). It costs far more per row
 /// than reading, so it must be spread over every core even when an input is
-/// one Parquet row group: the scan is not split by byte ranges (the ranges
-/// of one row group leave all rows in one partition) but read in small
-/// batches, which DataFusion then deals round robin to all partitions.
+/// one Parquet row group: inputs are read whole (`WHOLE_FILE_SCANS`), in
+/// small batches, which DataFusion deals round robin to all partitions.
 const SEGMENTATION_SETTINGS: &[(&str, &str)] =
-    &[("datafusion.optimizer.repartition_file_scans", "false"), ("datafusion.execution.batch_size", "256")];
+    &[WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", "256")];
 
 /// Stage `boilerplate` (optional): the hashes of lines found in at least
 /// `--boilerplate-lines` documents, the set that segmentation leaves out
