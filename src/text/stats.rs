@@ -25,6 +25,18 @@ pub struct DocStats<'a> {
 
 type HashIndex = super::HashKeyed<usize>;
 
+/// Buffers [`DocStats::compute`] reuses document after document, so that
+/// a corpus of short posts does not allocate and grow them per post.
+#[derive(Default)]
+pub struct StatsScratch {
+    /// Position in the document's word list of each distinct word, by hash.
+    index: HashIndex,
+    /// Whether each distinct word, in order of first occurrence, is a feature.
+    kept: Vec<bool>,
+    chars: Vec<usize>,
+    title_hashes: Vec<u64>,
+}
+
 /// The part-of-speech factor of docs/algorithm.md §3: nouns 3, verbs 2, anything else 1.
 pub fn pos_factor(pos: &str) -> u8 {
     match pos.as_bytes().first() {
@@ -36,18 +48,27 @@ pub fn pos_factor(pos: &str) -> u8 {
 
 impl<'a> DocStats<'a> {
     /// Term statistics of a document whose text and title are already normalised.
+    ///
+    /// The words are counted first and tested for being features (no stop
+    /// word, a letter or digit) once each, by the hash they are counted
+    /// under: the same terms and counts as counting
+    /// [`Analyzer::tokens`], without hashing a word twice or looking up every
+    /// occurrence of a stop word.
     pub fn compute(
         analyzer: &'a Analyzer,
-        text: &'a str,
-        title: Option<&'a str>,
+        (text, title): (&'a str, Option<&'a str>),
         mode: Mode,
         with_pos: bool,
         tokens: &mut Vec<Token<'a>>,
+        scratch: &mut StatsScratch,
     ) -> DocStats<'a> {
         tokens.clear();
-        analyzer.tokens(text, mode, with_pos, tokens);
-        let mut index = HashIndex::default();
+        analyzer.words(text, mode, with_pos, tokens);
+        let StatsScratch { index, kept, chars, title_hashes } = scratch;
+        index.clear();
+        kept.clear();
         let mut terms: Vec<TermStat<'a>> = Vec::new();
+        let mut total = 0u32;
         for token in tokens.iter() {
             let hash = hash64(token.term.as_bytes());
             let cx = pos_factor(token.pos);
@@ -56,33 +77,36 @@ impl<'a> DocStats<'a> {
                     let stat = &mut terms[i].factors;
                     stat.count += 1;
                     stat.cx = stat.cx.max(cx);
+                    total += u32::from(kept[i]);
                 }
                 None => {
                     index.insert(hash, terms.len());
+                    let feature = analyzer.is_feature_hashed(token.term, hash);
+                    kept.push(feature);
+                    total += u32::from(feature);
                     let factors = TermFactors { count: 1, tf: 0.0, cx, len: 0.0, logo: 0, title: 0 };
                     terms.push(TermStat { term: token.term, hash, factors });
                 }
             }
         }
-        let total = tokens.len() as u32;
+        let mut is_kept = kept.iter();
+        terms.retain(|_| *is_kept.next().expect("one flag a term"));
         if terms.is_empty() {
             return DocStats { total, terms };
         }
 
-        let title_hashes: Vec<u64> = match title {
-            Some(title) if !title.is_empty() => {
-                tokens.clear();
-                analyzer.tokens(title, mode, false, tokens);
-                let mut h: Vec<u64> = tokens.iter().map(|t| hash64(t.term.as_bytes())).collect();
-                h.sort_unstable();
-                h
-            }
-            _ => Vec::new(),
-        };
+        title_hashes.clear();
+        if let Some(title) = title.filter(|t| !t.is_empty()) {
+            tokens.clear();
+            analyzer.tokens(title, mode, false, tokens);
+            title_hashes.extend(tokens.iter().map(|t| hash64(t.term.as_bytes())));
+            title_hashes.sort_unstable();
+        }
 
-        let chars: Vec<usize> = terms.iter().map(|t| t.term.chars().count()).collect();
+        chars.clear();
+        chars.extend(terms.iter().map(|t| t.term.chars().count()));
         let (min, max) = (chars.iter().copied().min().unwrap_or(0), chars.iter().copied().max().unwrap_or(0));
-        for (stat, &n) in terms.iter_mut().zip(&chars) {
+        for (stat, &n) in terms.iter_mut().zip(chars.iter()) {
             let f = &mut stat.factors;
             f.tf = f64::from(f.count) / f64::from(total);
             f.len = if max > min { (n - min) as f64 / (max - min) as f64 } else { 0.0 };
@@ -102,7 +126,7 @@ mod tests {
     fn statistics_of_a_small_document() {
         let a = Analyzer::get("").unwrap();
         let mut tokens = Vec::new();
-        let stats = DocStats::compute(&a, "北京 北京 天安门 总之 研究", Some("天安门"), Mode::Precise, true, &mut tokens);
+        let stats = DocStats::compute(&a, ("北京 北京 天安门 总之 研究", Some("天安门")), Mode::Precise, true, &mut tokens, &mut StatsScratch::default());
         assert_eq!(stats.total, 5);
         let by_term = |t: &str| stats.terms.iter().find(|s| s.term == t).unwrap().factors;
         let beijing = by_term("北京");
@@ -120,9 +144,37 @@ mod tests {
     }
 
     #[test]
+    fn words_are_filtered_once_each_as_if_every_occurrence_were() {
+        // Real sentences with repeated stop words, punctuation and a
+        // repeated feature: the statistics count what `tokens` keeps.
+        let a = Analyzer::get("").unwrap();
+        let text = "我们的国家统计局今天发布了数据，国家统计局说：的的的，数据是真实的！";
+        let mut kept = Vec::new();
+        a.tokens(text, Mode::Precise, true, &mut kept);
+        let mut scratch = StatsScratch::default();
+        // Twice with one scratch: nothing of the first document stays behind.
+        for _ in 0..2 {
+            let stats = DocStats::compute(&a, (text, None), Mode::Precise, true, &mut Vec::new(), &mut scratch);
+            assert_eq!(stats.total as usize, kept.len());
+            let mut expected: Vec<(&str, u32)> = Vec::new();
+            for t in &kept {
+                match expected.iter_mut().find(|(w, _)| *w == t.term) {
+                    Some((_, n)) => *n += 1,
+                    None => expected.push((t.term, 1)),
+                }
+            }
+            let mut got: Vec<(&str, u32)> = stats.terms.iter().map(|t| (t.term, t.factors.count)).collect();
+            expected.sort();
+            got.sort();
+            assert_eq!(got, expected);
+            assert!(got.contains(&("国家统计局", 2)) && !got.iter().any(|(w, _)| *w == "的" || *w == "，"), "{got:?}");
+        }
+    }
+
+    #[test]
     fn a_document_of_stop_words_has_no_terms() {
         let a = Analyzer::get("").unwrap();
-        let stats = DocStats::compute(&a, "的 了 是 the", None, Mode::Precise, true, &mut Vec::new());
+        let stats = DocStats::compute(&a, ("的 了 是 the", None), Mode::Precise, true, &mut Vec::new(), &mut StatsScratch::default());
         assert_eq!(stats, DocStats::default());
     }
 

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use jieba_rs::Jieba;
 
 use super::WordSet;
+use crate::fingerprint::hash64;
 use unicode_segmentation::UnicodeSegmentation;
 
 const BUILTIN_STOPWORDS: &str = include_str!("stopwords.txt");
@@ -214,6 +215,12 @@ impl Analyzer {
 
     /// Whether `term` is a feature: it has a letter or digit and is no stop word.
     pub fn is_feature(&self, term: &str) -> bool {
+        self.is_feature_hashed(term, hash64(term.as_bytes()))
+    }
+
+    /// [`Analyzer::is_feature`] of a term whose `hash64` is `hash`: a caller
+    /// that hashes its terms anyway (term statistics) does not hash twice.
+    pub fn is_feature_hashed(&self, term: &str, hash: u64) -> bool {
         // The unified Han block and ASCII first: the general test is a table search.
         let letter_or_digit = |c: char| match c as u32 {
             0..=0x7F => c.is_ascii_alphanumeric(),
@@ -221,7 +228,7 @@ impl Analyzer {
             _ => c.is_alphanumeric(),
         };
         term.chars().any(letter_or_digit)
-            && !self.stopwords.contains(term)
+            && !self.stopwords.contains_hashed(term, hash)
     }
 
     /// Whether `term` is, or contains, a signal word.
@@ -233,6 +240,19 @@ impl Analyzer {
     /// `with_pos` asks for real POS tags (slower); without it every tag is `x`.
     pub fn tokens<'a>(&'a self, text: &'a str, mode: Mode, with_pos: bool, out: &mut Vec<Token<'a>>) {
         let start = out.len();
+        self.words(text, mode, with_pos, out);
+        let mut index = 0;
+        out.retain(|t| {
+            index += 1;
+            index <= start || self.is_feature(t.term)
+        });
+    }
+
+    /// Append every word of already normalised `text` to `out`, stop words
+    /// and punctuation included: [`Analyzer::tokens`] before its filter, for
+    /// a caller that tests each distinct word once
+    /// ([`Analyzer::is_feature_hashed`]) rather than every occurrence.
+    pub fn words<'a>(&'a self, text: &'a str, mode: Mode, with_pos: bool, out: &mut Vec<Token<'a>>) {
         match mode {
             Mode::Chars(n) => char_ngrams(text, n, out),
             _ if !text.chars().any(is_han) => word_boundaries(text, out),
@@ -262,11 +282,6 @@ impl Analyzer {
                 }
             }
         }
-        let mut index = 0;
-        out.retain(|t| {
-            index += 1;
-            index <= start || self.is_feature(t.term)
-        });
     }
 
     /// `text` split into words that cover it whole, spaces and punctuation

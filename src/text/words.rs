@@ -64,7 +64,12 @@ impl WordSet {
     }
 
     pub fn contains(&self, word: &str) -> bool {
-        self.by_hash.get(&hash64(word.as_bytes())).is_some_and(|ws| ws.iter().any(|w| **w == *word))
+        self.contains_hashed(word, hash64(word.as_bytes()))
+    }
+
+    /// [`WordSet::contains`] of a word whose `hash64` is `hash`.
+    pub fn contains_hashed(&self, word: &str, hash: u64) -> bool {
+        self.by_hash.get(&hash).is_some_and(|ws| ws.iter().any(|w| **w == *word))
     }
 
     /// Whether `text` is, or contains, one of the words: every substring
