@@ -12,7 +12,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::prelude::SessionContext;
 
 use super::config::{DuplicateIds, JobSpec, KeepRule, OnBadFile};
-use super::query::{collect, collect_with, column_u64, strings, WHOLE_FILE_SCANS};
+use super::query::{collect, collect_with, column_u64, strings, work_table_with, WHOLE_FILE_SCANS};
 use super::summary::SkippedFile;
 use super::tables::{create_view, view_without};
 use super::sql::{self, render, Param};
@@ -389,7 +389,10 @@ pub(super) struct Ids {
 /// same whatever the order rows are read in. Only the rows of repeated ids
 /// (`ids`, written to the work folder) are ranked: ranking every row sorted
 /// every text of the corpus (a fifth of the time of a run over
-/// `weibo_reposts`, for its 538 repeated ids).
+/// `weibo_reposts`, for its 538 repeated ids). The rows kept of them are a
+/// work table, ranked once: as a view, every statement that read the
+/// documents (boilerplate lines, segmentation, the report's texts) read
+/// the inputs twice, once for the other rows and once to find these.
 pub(super) async fn keep_one_per_id(ctx: &SessionContext, out: &OutputDir, view: &str, ids: &Ids, duplicates: DuplicateIds) -> Result<()> {
     let rows = format!("{view}_rows");
     if duplicates == DuplicateIds::Error {
@@ -403,12 +406,19 @@ pub(super) async fn keep_one_per_id(ctx: &SessionContext, out: &OutputDir, view:
     view_without(ctx, out, &unique, &rows, &name, &ids.repeated).await?;
     let of_repeated = format!("SELECT * FROM {rows} t WHERE EXISTS (SELECT 1 FROM {name} x WHERE x.source = t.source AND x.id = t.id)");
     create_view(ctx, &repeated, &of_repeated).await?;
+    let (kept, path) = (format!("{view}_kept_of_repeated_ids"), out.staged(&format!("_work/{view}_kept_of_repeated_ids.parquet")));
     let first = format!(
-        "SELECT * FROM {unique} UNION ALL SELECT * EXCLUDE (duplicate_rank) FROM (\
+        "COPY (SELECT * EXCLUDE (duplicate_rank) FROM (\
          SELECT *, row_number() OVER (PARTITION BY source, id ORDER BY text, title) AS duplicate_rank FROM {repeated}) \
-         WHERE duplicate_rank = 1"
+         WHERE duplicate_rank = 1) TO {} STORED AS PARQUET {}",
+        literal(&path),
+        sql::WORK_FILE
     );
-    create_view(ctx, view, &first).await
+    // The rows are found by the join's filter on the ids inside the scan,
+    // which then decodes the texts of those rows only.
+    let late = [("datafusion.execution.parquet.pushdown_filters", "true")];
+    work_table_with(ctx, &late, (&first, &path, &kept), &[]).await?;
+    create_view(ctx, view, &format!("SELECT * FROM {unique} UNION ALL SELECT * FROM {kept}")).await
 }
 
 /// Every document needs an id, unique within its input: a duplicate or
