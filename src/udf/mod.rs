@@ -16,6 +16,7 @@ mod args;
 mod band_keys;
 mod banded_pairs;
 mod containment;
+mod doc_frequencies;
 mod first_common_band;
 mod hamming;
 mod hash64;
@@ -81,7 +82,11 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
 
 /// Every aggregate function of neardup.
 pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
-    vec![Arc::new(AggregateUDF::from(simhash_agg::SimhashAgg::default())), Arc::new(AggregateUDF::from(shared_keys::SharedKeys::default()))]
+    vec![
+        Arc::new(AggregateUDF::from(simhash_agg::SimhashAgg::default())),
+        Arc::new(AggregateUDF::from(shared_keys::SharedKeys::default())),
+        Arc::new(AggregateUDF::from(doc_frequencies::DocFrequencies::default())),
+    ]
 }
 
 /// Register every neardup function with a registry (a session state or context).
