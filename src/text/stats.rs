@@ -53,7 +53,8 @@ impl<'a> DocStats<'a> {
     /// word, a letter or digit) once each, by the hash they are counted
     /// under: the same terms and counts as counting
     /// [`Analyzer::tokens`], without hashing a word twice or looking up every
-    /// occurrence of a stop word.
+    /// occurrence of a stop word. (Two words of a document under one 64-bit
+    /// hash count as one, the first of them, as they always did.)
     pub fn compute(
         analyzer: &'a Analyzer,
         (text, title): (&'a str, Option<&'a str>),
@@ -89,8 +90,9 @@ impl<'a> DocStats<'a> {
                 }
             }
         }
-        let mut is_kept = kept.iter();
-        terms.retain(|_| *is_kept.next().expect("one flag a term"));
+        // One flag a term, pushed together.
+        let mut is_kept = kept.iter().copied();
+        terms.retain(|_| is_kept.next().unwrap_or(false));
         if terms.is_empty() {
             return DocStats { total, terms };
         }

@@ -150,22 +150,29 @@ struct DfAccumulator {
     counts: DfCounts,
 }
 
-/// The `hash`, `term` (as Utf8) and, if present, `df` columns of a list's items.
-fn columns(list: &ListArray) -> Result<(UInt64Array, StringArray, Option<Int64Array>)> {
+/// The `hash`, `term` (as Utf8) and, when `with_df`, `df` columns of a
+/// list's items.
+fn columns(list: &ListArray, with_df: bool) -> Result<(UInt64Array, StringArray, Option<Int64Array>)> {
     let items = list.values().as_struct();
-    let field = |name: &str, t: &DataType| -> Result<Option<ArrayRef>> { items.column_by_name(name).map(|c| cast(c, t)).transpose().map_err(Into::into) };
-    let (Some(hashes), Some(terms)) = (field("hash", &DataType::UInt64)?, field("term", &DataType::Utf8)?) else {
-        return exec_err!("doc_frequencies: the terms have no 'hash' or no 'term' field");
+    let field = |name: &str, t: &DataType| -> Result<ArrayRef> {
+        match items.column_by_name(name) {
+            Some(c) => Ok(cast(c, t)?),
+            None => exec_err!("doc_frequencies: the list's items have no '{name}' field"),
+        }
     };
-    let df = field("df", &DataType::Int64)?.map(|c| c.as_primitive::<Int64Type>().clone());
+    let (hashes, terms) = (field("hash", &DataType::UInt64)?, field("term", &DataType::Utf8)?);
+    let df = match with_df {
+        true => Some(field("df", &DataType::Int64)?.as_primitive::<Int64Type>().clone()),
+        false => None,
+    };
     Ok((hashes.as_primitive::<UInt64Type>().clone(), terms.as_string::<i32>().clone(), df))
 }
 
 impl DfAccumulator {
-    /// Add every entry of the non-NULL rows of `list`, each counting its
-    /// `df` (a partial state) or 1 (a document's terms).
-    fn add(&mut self, list: &ListArray) -> Result<()> {
-        let (hashes, terms, df) = columns(list)?;
+    /// Add every entry of the non-NULL rows of `list`: each counts one
+    /// document (a row's terms) or, `with_df`, its `df` (a partial state).
+    fn add(&mut self, list: &ListArray, with_df: bool) -> Result<()> {
+        let (hashes, terms, df) = columns(list, with_df)?;
         let offsets = list.value_offsets();
         for row in (0..list.len()).filter(|&r| list.is_valid(r)) {
             for j in offsets[row] as usize..offsets[row + 1] as usize {
@@ -193,10 +200,10 @@ impl DfAccumulator {
 
 impl Accumulator for DfAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.add(values[0].as_list::<i32>())
+        self.add(values[0].as_list::<i32>(), false)
     }
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        self.add(states[0].as_list::<i32>())
+        self.add(states[0].as_list::<i32>(), true)
     }
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
         Ok(vec![self.list()])
