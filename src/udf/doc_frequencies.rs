@@ -57,9 +57,14 @@ impl DfCounts {
         }
     }
 
+    /// `(hash, term, df)`, in no particular order.
+    pub fn rows(&self) -> Vec<(u64, &str, i64)> {
+        self.by_hash.iter().map(|(&h, &(n, slot))| (h, &self.text[self.spans[slot].0..self.spans[slot].1], n)).collect()
+    }
+
     /// `(hash, term, df)` in hash order.
     pub fn sorted(&self) -> Vec<(u64, &str, i64)> {
-        let mut rows: Vec<(u64, &str, i64)> = self.by_hash.iter().map(|(&h, &(n, slot))| (h, &self.text[self.spans[slot].0..self.spans[slot].1], n)).collect();
+        let mut rows = self.rows();
         rows.sort_unstable_by_key(|r| r.0);
         rows
     }
@@ -185,8 +190,10 @@ impl DfAccumulator {
         Ok(())
     }
 
-    fn list(&self) -> ScalarValue {
-        let rows = self.counts.sorted();
+    /// The counts as one list: in hash order for the result, as they lie
+    /// for a partial state, which the merge adds up in any order.
+    fn list(&self, sorted: bool) -> ScalarValue {
+        let rows = if sorted { self.counts.sorted() } else { self.counts.rows() };
         let columns: Vec<ArrayRef> = vec![
             Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0))),
             Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
@@ -206,10 +213,10 @@ impl Accumulator for DfAccumulator {
         self.add(states[0].as_list::<i32>(), true)
     }
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![self.list()])
+        Ok(vec![self.list(false)])
     }
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(self.list())
+        Ok(self.list(true))
     }
     fn size(&self) -> usize {
         std::mem::size_of_val(self) + self.counts.size()
