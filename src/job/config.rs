@@ -495,9 +495,12 @@ impl JobSpec {
         }
         self.join.validate()?;
         let keep = KeepRule::parse(&self.keep)?;
-        // Building the analyzer reads the dictionary and word lists: a bad
-        // path is reported now, not from deep inside a query.
-        Analyzer::get(&self.fingerprint.analyzer_options().to_options_string()).map_err(Error::input)?;
+        // Building the analyzer reads the dictionary and word lists (about
+        // 0.1 s). It starts now, beside the checks of the inputs and the
+        // stages before segmentation, which waits for it
+        // (Job::analyzer_ready): a bad path is reported there, not from deep
+        // inside a query.
+        Analyzer::build_in_background(&self.fingerprint.analyzer_options().to_options_string());
         if let (Some(a), Some(b)) = (&self.fingerprint.idf_model, &self.fingerprint.save_idf_model) {
             return Err(Error::input(format!(
                 "both idf_model ('{a}') and save_idf_model ('{b}') are set: load a model or save one, not both"

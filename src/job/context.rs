@@ -66,6 +66,16 @@ impl Job {
         })
     }
 
+    /// Wait for the analyzer whose build [`JobSpec::validate`] started:
+    /// a missing or malformed dictionary or word list is an input error,
+    /// reported by a dry run's plan and before segmentation (its first user;
+    /// the stages before it run beside the build).
+    pub fn analyzer_ready(&self) -> Result<()> {
+        crate::text::Analyzer::get(&self.spec.fingerprint.analyzer_options().to_options_string())
+            .map(drop)
+            .map_err(crate::error::Error::input)
+    }
+
     /// The same job with another spec (a store night's, which uses the
     /// store's frozen IDF model); its settings stay those checked.
     pub fn with_spec(&self, spec: JobSpec) -> Job {

@@ -24,6 +24,7 @@ pub(super) async fn dry_run(
     overwrite: bool,
     checked: &CheckedInputs,
 ) -> Result<Summary> {
+    job.analyzer_ready()?;
     let spec = &job.spec;
     let mut inputs = Vec::new();
     for (i, (input, files)) in spec.inputs.iter().zip(&checked.inputs).enumerate() {

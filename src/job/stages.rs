@@ -48,6 +48,8 @@ pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<Option<LineSe
 /// Stage `segment`: every document segmented once, into the work table
 /// `terms`; returns the documents with terms.
 pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>) -> Result<u64> {
+    // The analyzer was built beside the earlier stages: its errors show here.
+    run.job.analyzer_ready()?;
     let (ctx, fp) = (run.ctx, &run.job.spec.fingerprint);
     let terms_path = run.out.staged("_work/terms.parquet");
     if run.progress.shows_bar() {
