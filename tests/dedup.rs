@@ -55,7 +55,7 @@ fn a_dry_run_plans_the_steps_the_run_takes() {
     let plan = ok(&dedup(&dir.path().join("plan"), &["--dry-run", "--json"]));
     let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
     assert_eq!(plan["plan"]["stages"][0], "boilerplate (15_boilerplate_lines.sql)");
-    assert_eq!(plan["plan"]["stages"][1], "segment (20_terms.sql, 30_corpus_size.sql)");
+    assert_eq!(plan["plan"]["stages"][1], "segment (12_documents_in_memory.sql, 20_terms.sql, 30_corpus_size.sql)");
 }
 
 #[test]

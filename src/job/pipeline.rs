@@ -5,7 +5,7 @@
 use super::context::{Job, Run};
 use super::query::scalar_u64;
 use super::sql::{self, Statement};
-use super::stages::{boilerplate_stage, corpus_df_stage, fingerprint_stage, segment_stage, survivors_stage, Idf};
+use super::stages::{boilerplate_stage, corpus_df_stage, fingerprint_stage, hold_documents, release_documents, segment_stage, survivors_stage, Idf};
 use super::summary::{RunCommand, Summary};
 use crate::error::Result;
 
@@ -50,7 +50,7 @@ impl Stage {
     pub fn statements(self) -> &'static [Statement] {
         match self {
             Stage::Boilerplate => &[sql::BOILERPLATE_LINES],
-            Stage::Segment => &[sql::TERMS, sql::CORPUS_SIZE],
+            Stage::Segment => &[sql::DOCUMENTS_IN_MEMORY, sql::TERMS, sql::CORPUS_SIZE],
             Stage::CorpusDf => &[sql::CORPUS_DF],
             Stage::Fingerprints => &[sql::FINGERPRINTS],
             Stage::Pairs => &[
@@ -140,12 +140,20 @@ struct Carried {
 pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: Option<super::nightly::NightStore<'_>>) -> Result<Summary> {
     let mut carried = Carried::default();
     let mut meta = None;
+    // Read by the boilerplate lines and segmentation, then let go.
+    let mut documents = match stages.contains(&Stage::Segment) {
+        true => hold_documents(run).await?,
+        false => None,
+    };
     for &stage in stages {
         match stage {
             Stage::Boilerplate => carried.boilerplate = boilerplate_stage(run).await?,
             Stage::Segment => {
                 let lines = carried.boilerplate.as_ref().map(|set| crate::text::format_set(&set.hashes));
-                carried.corpus_n = segment_stage(run, lines.as_deref()).await?
+                carried.corpus_n = segment_stage(run, lines.as_deref()).await?;
+                if let Some(view) = documents.take() {
+                    release_documents(run.ctx, view)?;
+                }
             }
             Stage::CorpusDf => carried.idf = corpus_df_stage(run, carried.corpus_n).await?,
             Stage::Fingerprints => meta = Some(fingerprint_stage(run, &carried.idf, carried.corpus_n, carried.boilerplate.as_ref()).await?),
@@ -220,7 +228,7 @@ mod tests {
             s.join.candidates = Candidates::Simhash;
         });
         assert_eq!(Stage::Night.steps(&unchecked), ["join", "representatives", "store"]);
-        assert_eq!(Stage::Segment.describe(&checked), "segment (20_terms.sql, 30_corpus_size.sql)");
+        assert_eq!(Stage::Segment.describe(&checked), "segment (12_documents_in_memory.sql, 20_terms.sql, 30_corpus_size.sql)");
         // Every statement belongs to a stage.
         let all = [Stage::Boilerplate, Stage::Segment, Stage::CorpusDf, Stage::Fingerprints, Stage::Pairs, Stage::Night, Stage::Survivors, Stage::Report];
         for s in sql::ALL.iter().filter(|s| s.file != sql::DOCUMENTS.file) {

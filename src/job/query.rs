@@ -3,13 +3,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use datafusion::arrow::array::{AsArray, RecordBatch, UInt64Array};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, UInt64Array};
 use datafusion::arrow::compute::{cast, BatchCoalescer};
 use datafusion::arrow::datatypes::{DataType, FieldRef, Schema, SchemaRef, UInt64Type};
 use datafusion::physical_plan::display::DisplayableExecutionPlan;
 use datafusion::physical_plan::{displayable, ExecutionPlan, ExecutionPlanProperties};
 use futures::StreamExt;
 use datafusion::dataframe::DataFrame;
+use datafusion::catalog::TableProvider;
 use datafusion::datasource::MemTable;
 use datafusion::logical_expr::{LogicalPlan, SortExpr};
 use datafusion::prelude::{col, SessionContext};
@@ -41,8 +42,8 @@ pub(super) async fn work_table(ctx: &SessionContext, statement: &str, path: &str
 }
 
 /// [`work_table`], each of whose partitions, when kept in memory, is then
-/// sorted by the columns `sorted_by` (ascending, NULLs last) and declared
-/// so. A later statement ordered by them merges the partitions as they come
+/// sorted by the columns `sorted_by` (ascending, NULLs last; a partition
+/// that came out in that order is only checked) and declared so. A later statement ordered by them merges the partitions as they come
 /// instead of holding every row to sort it, and its other operators keep
 /// every core (Weibo's fingerprints: the sort of 768,035 rows with their
 /// MinHash keys set the run's peak memory). A work file, under a memory
@@ -63,12 +64,55 @@ async fn work_table_sorted(ctx: &SessionContext, statement: &str, path: &str, na
         let started = Instant::now();
         // One thread a partition: as many as the statement ran on.
         partitions = std::thread::scope(|scope| {
-            let sorts: Vec<_> = partitions.into_iter().map(|p| scope.spawn(move || super::tables::sort_partition(p, sorted_by, WORK_BATCH_ROWS))).collect();
+            let sort = move |p: Vec<RecordBatch>| match super::tables::is_sorted_partition(&p, sorted_by)? {
+                true => Ok(p),
+                false => super::tables::sort_partition(p, sorted_by, WORK_BATCH_ROWS),
+            };
+            let sorts: Vec<_> = partitions.into_iter().map(|p| scope.spawn(move || sort(p))).collect();
             sorts.into_iter().map(|s| s.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect::<Result<Vec<_>>>()
         })?;
         log::debug!("{:>6} ms  {name} sorted by {}", started.elapsed().as_millis(), sorted_by.join(", "));
     }
     register_in_memory(ctx, name, &schema, partitions, sorted_by)
+}
+
+/// The rows of `statement` as an in-memory table of as many partitions as
+/// the session has: its batches are dealt round robin, then each partition
+/// is sorted by the columns `sorted_by` (ascending, NULLs last) on its own
+/// core, in batches of `rows`, and declared so. Strings are compacted batch
+/// by batch: a sorted batch's values would otherwise point into the buffers
+/// of every batch it was gathered from.
+pub(super) async fn sorted_in_memory(ctx: &SessionContext, statement: &str, sorted_by: &[&str], rows: usize) -> Result<Arc<dyn TableProvider>> {
+    let df = crate::statement::sql(ctx, statement).await?;
+    let schema = as_read_back(df.schema().as_arrow());
+    let batches = run(ctx, df, statement).await?.into_iter().flatten();
+    let started = Instant::now();
+    let mut partitions = vec![Vec::new(); ctx.state().config().target_partitions().max(1)];
+    let count = partitions.len();
+    for (i, batch) in batches.enumerate() {
+        partitions[i % count].push(batch);
+    }
+    let sort = |p: Vec<RecordBatch>| -> Result<Vec<RecordBatch>> {
+        let sorted = super::tables::sort_partition(p, sorted_by, rows)?;
+        sorted.iter().map(|b| compact_strings(&conform(b, &schema)?)).collect()
+    };
+    let partitions = std::thread::scope(|scope| {
+        let sorts: Vec<_> = partitions.into_iter().map(|p| scope.spawn(|| sort(p))).collect();
+        sorts.into_iter().map(|s| s.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect::<Result<Vec<_>>>()
+    })?;
+    log::debug!("{:>6} ms  sorted by {} in {count} partitions", started.elapsed().as_millis(), sorted_by.join(", "));
+    let order: Vec<SortExpr> = sorted_by.iter().map(|c| col(*c).sort(true, false)).collect();
+    Ok(Arc::new(MemTable::try_new(schema, partitions)?.with_sort_order(vec![order])))
+}
+
+/// `batch` with each string view column's values copied into buffers of
+/// its own (`StringViewArray::gc`).
+fn compact_strings(batch: &RecordBatch) -> Result<RecordBatch> {
+    let columns = batch.columns().iter().map(|c| match c.as_string_view_opt() {
+        Some(views) => Arc::new(views.gc()) as ArrayRef,
+        None => c.clone(),
+    });
+    Ok(RecordBatch::try_new(batch.schema(), columns.collect())?)
 }
 
 /// Register `batches` (of `schema`), made by the client, as the work table

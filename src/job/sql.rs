@@ -92,6 +92,7 @@ macro_rules! statement {
 }
 
 statement!(DOCUMENTS, "10_documents.sql", ["source", "id", "text", "title", "keep_key", "table"], reads []);
+statement!(DOCUMENTS_IN_MEMORY, "12_documents_in_memory.sql", [], reads [table::DOCUMENTS]);
 statement!(BOILERPLATE_LINES, "15_boilerplate_lines.sql", ["min_docs"], reads [table::DOCUMENTS]);
 statement!(TERMS, "20_terms.sql", ["tokenizer", "analyzer_options", "with_pos", "boilerplate", "keep_key", "path"], reads [table::DOCUMENTS]);
 statement!(CORPUS_SIZE, "30_corpus_size.sql", [], reads [table::TERMS]);
@@ -125,6 +126,7 @@ pub const WORK_FILE: &str = "OPTIONS ('format.compression' 'uncompressed', 'form
 /// Every pipeline statement, in file order (for tests).
 pub const ALL: &[Statement] = &[
     DOCUMENTS,
+    DOCUMENTS_IN_MEMORY,
     BOILERPLATE_LINES,
     TERMS,
     CORPUS_SIZE,

@@ -2,11 +2,14 @@
 //! (sql/80): each a short function over the run's context ([`Run`]),
 //! named after the step it reports.
 
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
 use datafusion::prelude::SessionContext;
 
 use super::line_set::LineSet;
 use super::context::Run;
-use super::query::{collect, collect_with, column_u64, scalar_u64, work_table_with, WHOLE_FILE_SCANS};
+use super::query::{collect, collect_with, column_u64, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
 use super::tables::{materialize, FileMetadata, METADATA_KEY};
@@ -21,6 +24,39 @@ use crate::storage::{copy_file, parquet_key_values, register_parquet};
 /// small batches, which DataFusion deals round robin to all partitions.
 const SEGMENTATION_SETTINGS: &[(&str, &str)] =
     &[WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", "256")];
+
+/// Rows of a batch of [`SEGMENTATION_SETTINGS`].
+const SEGMENTATION_ROWS: usize = 256;
+
+/// The documents read once into memory and sorted by (source, id),
+/// registered as `documents` in place of the view, which is returned to be
+/// put back ([`release_documents`]) once segmentation is done; nothing when
+/// the run's work does not stay in memory (sql/12_documents_in_memory.sql).
+/// Its partitions, one a core, are each sorted, in batches of
+/// [`SEGMENTATION_ROWS`] as the segmentation statement scans the inputs, so
+/// each partition of the table of terms comes out in (source, id) order and
+/// is not sorted again (query::work_table_sorted checks it).
+pub(super) async fn hold_documents(run: &Run<'_>) -> Result<Option<Arc<dyn TableProvider>>> {
+    let ctx = run.ctx;
+    if !crate::session::work_in_memory(ctx) {
+        return Ok(None);
+    }
+    let statement = render(sql::DOCUMENTS_IN_MEMORY, &[]);
+    let view = ctx.table_provider(table::DOCUMENTS).await?;
+    let held = sorted_in_memory(ctx, &statement, &["source", "id"], SEGMENTATION_ROWS).await?;
+    ctx.deregister_table(table::DOCUMENTS)?;
+    ctx.register_table(table::DOCUMENTS, held)?;
+    Ok(Some(view))
+}
+
+/// Put the view `documents` back in place of the documents held in memory
+/// ([`hold_documents`]), which are let go: later readers (the report's
+/// texts) read the inputs again.
+pub(super) fn release_documents(ctx: &SessionContext, view: Arc<dyn TableProvider>) -> Result<()> {
+    ctx.deregister_table(table::DOCUMENTS)?;
+    ctx.register_table(table::DOCUMENTS, view)?;
+    Ok(())
+}
 
 /// Stage `boilerplate` (optional): the hashes of lines found in at least
 /// `--boilerplate-lines` documents, the set that segmentation leaves out
@@ -66,7 +102,8 @@ pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>) 
             ("path", Param::Text(&terms_path)),
         ],
     );
-    // In the order of 40_fingerprints.sql's output, which then needs no sort.
+    // In the order of 40_fingerprints.sql's output, which then needs no
+    // sort; already in that order when the documents are held in memory.
     work_table_with(ctx, SEGMENTATION_SETTINGS, (&statement, &terms_path, table::TERMS), &["source", "id"]).await?;
     let corpus_n = scalar_u64(ctx, &render(sql::CORPUS_SIZE, &[])).await?;
     run.progress.done("segment", format!("{corpus_n} documents with terms"));
