@@ -28,6 +28,11 @@ pub(super) async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec
     Ok(partitions.into_iter().flatten().collect())
 }
 
+/// Filters evaluated inside the Parquet reader, which then decodes the
+/// other columns of the rows that pass only: for a statement whose join
+/// keeps few of a file's rows (a join's dynamic filter reaches the scan).
+pub(super) const LATE_MATERIALIZATION: (&str, &str) = ("datafusion.execution.parquet.pushdown_filters", "true");
+
 /// Read each input file whole instead of by byte ranges. The ranges of a
 /// file of one Parquet row group leave all its rows in one partition, on one
 /// core; read whole, its batches are dealt round robin to every core.
@@ -272,7 +277,7 @@ pub(super) async fn collect_with(ctx: &SessionContext, settings: &[(&str, &str)]
 
 /// `work` run with session settings changed; they are restored whether it
 /// succeeds or fails.
-async fn with_settings<T>(ctx: &SessionContext, settings: &[(&str, &str)], work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+pub(super) async fn with_settings<T>(ctx: &SessionContext, settings: &[(&str, &str)], work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
     let previous = change_settings(ctx, settings).await?;
     let result = work.await;
     change_settings(ctx, &previous.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect::<Vec<_>>()).await?;
