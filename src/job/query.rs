@@ -48,8 +48,9 @@ pub(super) async fn work_table(ctx: &SessionContext, statement: &str, path: &str
 
 /// [`work_table`], each of whose partitions, when kept in memory, is then
 /// sorted by the columns `sorted_by` (ascending, NULLs last; a partition
-/// that came out in that order is only checked) and declared so. A later statement ordered by them merges the partitions as they come
-/// instead of holding every row to sort it, and its other operators keep
+/// that came out in that order is only checked) and declared so. A later
+/// statement ordered by them merges the partitions as they come instead of
+/// holding every row to sort it, and its other operators keep
 /// every core (Weibo's fingerprints: the sort of 768,035 rows with their
 /// MinHash keys set the run's peak memory). A work file, under a memory
 /// limit or on a cluster, is left as written: there the later sort spills.

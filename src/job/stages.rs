@@ -25,7 +25,7 @@ use crate::storage::{copy_file, parquet_key_values, register_parquet};
 const SEGMENTATION_SETTINGS: &[(&str, &str)] =
     &[WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", "256")];
 
-/// Rows of a batch of [`SEGMENTATION_SETTINGS`].
+/// Rows of a batch under [`SEGMENTATION_SETTINGS`] (a test holds the two equal).
 const SEGMENTATION_ROWS: usize = 256;
 
 /// The documents read once into memory and sorted by (source, id),
@@ -253,3 +253,11 @@ async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &Fingerprin
     Ok(n)
 }
 
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_documents_held_in_memory_come_in_the_batches_segmentation_scans() {
+        let batch_size = super::SEGMENTATION_ROWS.to_string();
+        assert!(super::SEGMENTATION_SETTINGS.contains(&("datafusion.execution.batch_size", batch_size.as_str())));
+    }
+}
