@@ -5,16 +5,23 @@
 -- are in one cluster too. Every cluster of two or more documents is listed;
 -- its representative is the first document by the keep rule:
 --   ORDER BY {{keep_order}}
+-- The fingerprints in a cluster (`clustered`: shared by two documents or
+-- more, or with a near pair) are found first, so that the join of the
+-- documents with them filters the second scan of `eligible` (the job runs
+-- this statement with the filter evaluated in the Parquet reader): only the
+-- documents in clusters go through its anti join (Weibo: 203,700 rows of
+-- 768,035).
 COPY (
-  WITH groups AS (
-    SELECT simhash, count(*) AS n FROM eligible WHERE simhash IS NOT NULL GROUP BY simhash
+  WITH clustered AS (
+    SELECT simhash FROM eligible WHERE simhash IS NOT NULL GROUP BY simhash HAVING count(*) > 1
+    UNION
+    SELECT simhash FROM components
   ),
   members AS (
     SELECT f.*, COALESCE(c.cluster_id, f.simhash) AS cluster_id
     FROM eligible f
-    JOIN groups g ON f.simhash = g.simhash
+    JOIN clustered g ON f.simhash = g.simhash
     LEFT JOIN components c ON f.simhash = c.simhash
-    WHERE g.n > 1 OR c.cluster_id IS NOT NULL
   ),
   ranked AS (
     SELECT source, id, simhash, cluster_id,

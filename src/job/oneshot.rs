@@ -11,7 +11,7 @@ use datafusion::prelude::SessionContext;
 use super::candidates::{eligible_without, near_pairs};
 use super::config::{JoinOptions, KeepRule};
 use super::progress::Progress;
-use super::query::{collect, column_u64, scalar_u64, work_table};
+use super::query::{collect, column_u64, scalar_u64, with_settings, work_table, LATE_MATERIALIZATION};
 use super::sql::{self, render, table, Param};
 use super::summary::Summary;
 use super::tables::{create_view, fingerprint_documents_parquet, materialize, pairs_table, FileMetadata};
@@ -199,7 +199,10 @@ async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions) -> 
 /// documents they hold.
 async fn clusters_stage(ctx: &SessionContext, out: &OutputDir, keep: &KeepRule, meta: Option<&FileMetadata>, progress: &mut Progress) -> Result<(u64, u64)> {
     let path = out.staged("clusters/part-00000.parquet");
-    materialize(ctx, sql::CLUSTERS, &[("keep_order", Param::Sql(keep.order_by()))], &path, table::CLUSTERS, meta).await?;
+    // The documents in clusters are found by a join whose filter is
+    // evaluated in the scan (sql/60_clusters.sql).
+    let params = [("keep_order", Param::Sql(keep.order_by()))];
+    with_settings(ctx, &[LATE_MATERIALIZATION], materialize(ctx, sql::CLUSTERS, &params, &path, table::CLUSTERS, meta)).await?;
     let batches = collect(ctx, "SELECT count(DISTINCT cluster_id), count(*) FROM clusters").await?;
     let (clusters, in_clusters) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
     progress.done("clusters", format!("{clusters} clusters holding {in_clusters} documents"));
