@@ -69,13 +69,9 @@ async fn work_table_sorted(ctx: &SessionContext, statement: &str, path: &str, na
     if !sorted_by.is_empty() {
         let started = Instant::now();
         // One thread a partition: as many as the statement ran on.
-        partitions = std::thread::scope(|scope| {
-            let sort = move |p: Vec<RecordBatch>| match super::tables::is_sorted_partition(&p, sorted_by)? {
-                true => Ok(p),
-                false => super::tables::sort_partition(p, sorted_by, WORK_BATCH_ROWS),
-            };
-            let sorts: Vec<_> = partitions.into_iter().map(|p| scope.spawn(move || sort(p))).collect();
-            sorts.into_iter().map(|s| s.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect::<Result<Vec<_>>>()
+        partitions = each_on_its_thread(partitions, |p| match super::tables::is_sorted_partition(&p, sorted_by)? {
+            true => Ok(p),
+            false => super::tables::sort_partition(p, sorted_by, WORK_BATCH_ROWS),
         })?;
         log::debug!("{:>6} ms  {name} sorted by {}", started.elapsed().as_millis(), sorted_by.join(", "));
     }
@@ -102,13 +98,20 @@ pub(super) async fn sorted_in_memory(ctx: &SessionContext, statement: &str, sort
         let sorted = super::tables::sort_partition(p, sorted_by, rows)?;
         sorted.iter().map(|b| compact_strings(&conform(b, &schema)?)).collect()
     };
-    let partitions = std::thread::scope(|scope| {
-        let sorts: Vec<_> = partitions.into_iter().map(|p| scope.spawn(|| sort(p))).collect();
-        sorts.into_iter().map(|s| s.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect::<Result<Vec<_>>>()
-    })?;
+    let partitions = each_on_its_thread(partitions, sort)?;
     log::debug!("{:>6} ms  sorted by {} in {count} partitions", started.elapsed().as_millis(), sorted_by.join(", "));
     let order: Vec<SortExpr> = sorted_by.iter().map(|c| col(*c).sort(true, false)).collect();
     Ok(Arc::new(MemTable::try_new(schema, partitions)?.with_sort_order(vec![order])))
+}
+
+/// `work` applied to each partition on a thread of its own (a sort of the
+/// client's, with as many threads as the statement had partitions), the
+/// results in the partitions' order.
+fn each_on_its_thread<T: Send>(partitions: Vec<Vec<RecordBatch>>, work: impl Fn(Vec<RecordBatch>) -> Result<T> + Sync) -> Result<Vec<T>> {
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = partitions.into_iter().map(|p| scope.spawn(|| work(p))).collect();
+        threads.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    })
 }
 
 /// `batch` with each string view column's values copied into buffers of
