@@ -37,25 +37,69 @@ pub fn normalize_at_most(text: &str, out: &mut String, max_chars: usize) -> bool
     out.clear();
     out.reserve(text.len().min(max_chars.saturating_mul(4)));
     let mut writer = Writer { out, pending_space: false, chars: 0 };
-    let (mut start, mut chars, mut first) = (0, 0, Kind::Other);
-    for (i, c) in text.char_indices() {
-        let kind = kind(c);
-        if kind != Kind::Other && chars > 0 {
-            writer.piece(&text[start..i], if chars == 1 { first } else { Kind::Other });
-            (start, chars) = (i, 0);
-            if writer.chars > max_chars {
-                return false;
+    let mut pos = 0;
+    while pos < text.len() && writer.chars <= max_chars {
+        if !writer.pending_space {
+            pos += writer.copy_plain(&text[pos..], max_chars);
+            if pos == text.len() || writer.chars > max_chars {
+                break;
             }
         }
-        if chars == 0 {
-            first = kind;
-        }
-        chars += 1;
-    }
-    if chars > 0 {
-        writer.piece(&text[start..], if chars == 1 { first } else { Kind::Other });
+        // One piece: the character at `pos` (stable or wide, unless it
+        // opens the text) and the characters after it that may compose
+        // with it.
+        let rest = &text[pos..];
+        let mut chars = rest.char_indices();
+        let first = chars.next().map_or(Kind::Other, |(_, c)| kind(c));
+        let end = chars.find(|&(_, c)| kind(c) != Kind::Other).map_or(rest.len(), |(i, _)| i);
+        let one_char = rest[..end].chars().nth(1).is_none();
+        writer.piece(&rest[..end], if one_char { first } else { Kind::Other });
+        pos += end;
     }
     writer.chars <= max_chars
+}
+
+/// How [`Writer::copy_plain`] treats a character of the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Written as it stands: ASCII but white space and capitals, and the
+    /// other stable characters.
+    Copy,
+    /// Written as this one ASCII byte: a capital, lower-cased, or a wide
+    /// form, narrowed (and lower-cased).
+    Byte(u8),
+    /// Stable or wide, but white space: left to [`Writer::push`].
+    Space,
+    /// May compose with the character before it ([`Kind::Other`]).
+    Composes,
+}
+
+/// The length and [`Class`] of the character that starts at byte `i` of
+/// `bytes` (a `str`'s), or `None` at the end.
+#[inline]
+fn classify(bytes: &[u8], i: usize) -> Option<(usize, Class)> {
+    let b = *bytes.get(i)?;
+    if b < 0x80 {
+        let class = match b {
+            b' ' | b'\t'..=b'\r' => Class::Space,
+            b'A'..=b'Z' => Class::Byte(b.to_ascii_lowercase()),
+            _ => Class::Copy,
+        };
+        return Some((1, class));
+    }
+    // Every stable or wide character is three bytes long in UTF-8.
+    if b & 0xF0 != 0xE0 {
+        return Some((if b >= 0xF0 { 4 } else { 2 }, Class::Composes));
+    }
+    let code = u32::from(b & 0x0F) << 12 | u32::from(bytes[i + 1] & 0x3F) << 6 | u32::from(bytes[i + 2] & 0x3F);
+    let c = char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
+    let class = match kind(c) {
+        Kind::Stable => Class::Copy,
+        Kind::Wide if narrow(c).is_whitespace() => Class::Space,
+        Kind::Wide => Class::Byte(narrow(c).to_ascii_lowercase() as u8),
+        Kind::Other => Class::Composes,
+    };
+    Some((3, class))
 }
 
 /// What NFKC does to a code point, as far as cutting the text before it.
@@ -111,6 +155,40 @@ impl Writer<'_> {
             Kind::Wide => piece.chars().for_each(|c| self.push(narrow(c))),
             Kind::Other => piece.nfkc().for_each(|c| self.push(c)),
         }
+    }
+
+    /// Write the longest prefix of `text` whose characters are pieces of
+    /// their own that [`Writer::push`] appends without a thought: not white
+    /// space, and not followed by a character that may compose with them
+    /// (Chinese text is mostly that). Runs of them are copied at once. Stops
+    /// once more than `max_chars` characters are written. Returns the
+    /// prefix's length in bytes.
+    ///
+    /// Only without a pending space, which the next push would settle.
+    fn copy_plain(&mut self, text: &str, max_chars: usize) -> usize {
+        debug_assert!(!self.pending_space);
+        let bytes = text.as_bytes();
+        let (mut at, mut unwritten) = (0, 0);
+        let mut current = classify(bytes, 0);
+        while let Some((len, class)) = current {
+            if !matches!(class, Class::Copy | Class::Byte(_)) || self.chars > max_chars {
+                break;
+            }
+            let next = classify(bytes, at + len);
+            if matches!(next, Some((_, Class::Composes))) {
+                break;
+            }
+            if let Class::Byte(b) = class {
+                self.out.push_str(&text[unwritten..at]);
+                self.out.push(char::from(b));
+                unwritten = at + len;
+            }
+            self.chars += 1;
+            at += len;
+            current = next;
+        }
+        self.out.push_str(&text[unwritten..at]);
+        at
     }
 
     /// One NFKC character: white space collapsed (dropped between Han
