@@ -139,6 +139,20 @@ impl Options {
         Ok(Options { weighting, formula, top_k, with_vector, n, model })
     }
 
+    /// The document frequency of every term of the batch (`hash` between
+    /// the first and the last of `offsets`), in order, when the weighting
+    /// has a model; a term missing from it counts as df = 1. Looked up in a
+    /// loop of their own: the table (Weibo: 600,000 terms) is far larger
+    /// than a core's cache, and every lookup waits for memory twice. Here the
+    /// lookups do not wait for each other, where between the weights they
+    /// did (the lookups were four fifths of the function's time).
+    fn document_frequencies(&self, hash: &UInt64Array, offsets: &[i32]) -> Option<Vec<f64>> {
+        let table = self.model.as_ref()?;
+        let (first, last) = (offsets.first().copied()?, offsets.last().copied()?);
+        let hashes = &hash.values()[first as usize..last as usize];
+        Some(hashes.iter().map(|h| table.get(h).copied().unwrap_or(1.0)).collect())
+    }
+
     /// Each row's fingerprint and vector (NULL without terms) and its number
     /// of kept terms, from its terms' hashes and factors.
     fn fingerprints(&self, list: &ListArray, hash: &UInt64Array, factors: &FactorColumns) -> Fingerprints {
@@ -148,18 +162,18 @@ impl Options {
         let mut vectors = self.with_vector.then(|| FixedSizeBinaryBuilder::with_capacity(list.len(), VECTOR_BYTES));
         let mut votes: Vec<(u64, f64, u32)> = Vec::new();
         let mut fixed: Vec<(u64, i64)> = Vec::new();
+        let dfs = self.document_frequencies(hash, offsets);
+        let first = offsets.first().map_or(0, |&o| o as usize);
         for row in 0..list.len() {
             votes.clear();
             if list.is_valid(row) {
                 for j in offsets[row] as usize..offsets[row + 1] as usize {
                     let factors = factors.get(j);
-                    let h = hash.value(j);
-                    // A term missing from the document frequencies counts as df = 1.
-                    let idf = match &self.model {
-                        Some(df) => self.formula.idf(df.get(&h).copied().unwrap_or(1.0), self.n),
+                    let idf = match &dfs {
+                        Some(dfs) => self.formula.idf(dfs[j - first], self.n),
                         None => 1.0,
                     };
-                    votes.push((h, self.weighting.weight(&factors, idf), factors.count));
+                    votes.push((hash.value(j), self.weighting.weight(&factors, idf), factors.count));
                 }
             }
             if let Some(k) = self.top_k.filter(|&k| k < votes.len()) {
