@@ -10,9 +10,12 @@
 -- on its build side; only their copies compare (source, id). The aggregate
 -- of 57_term_sets.sql built a string key per row and grouped them, then
 -- joined back on it (Weibo: 0.64 s for the statement).
+-- The band keys `{{minhash}}` are computed again from the term set, not
+-- read: decoding the 32 keys of each fingerprint from the file took longer
+-- (Weibo: the statement 484-602 ms reading them, 402-482 ms computing).
 -- A work table, as the one of 57_term_sets.sql.
 COPY (
-  SELECT t.simhash, t.term_set, t.minhash, t.shingles, t.vector, true AS tonight
+  SELECT t.simhash, t.term_set, {{minhash}} AS minhash, t.shingles, t.vector, true AS tonight
   FROM fingerprints t
   LEFT JOIN first_copies f ON f.simhash = t.simhash
   WHERE t.simhash IS NOT NULL

@@ -8,7 +8,7 @@ use datafusion::arrow::array::Array;
 use datafusion::arrow::datatypes::{DataType, UInt32Type, UInt64Type};
 use datafusion::prelude::SessionContext;
 
-use super::candidates::{eligible_without, near_pairs};
+use super::candidates::{eligible_without, minhash_expression, near_pairs};
 use super::config::{JoinOptions, KeepRule};
 use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, with_settings, work_table, LATE_MATERIALIZATION};
@@ -191,7 +191,9 @@ async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions) -> 
     out.put("_work/first_copies.parquet", fingerprint_documents_parquet(&copies.firsts)?).await?;
     register_parquet(ctx, table::FIRST_COPIES, &out.staged("_work/first_copies.parquet")).await?;
     let path = out.staged("_work/term_sets.parquet");
-    work_table(ctx, &render(sql::TERM_SETS_ONE_SHOT, &[("path", Param::Text(&path))]), &path, table::TERM_SETS).await?;
+    let plan = join.candidates.minhash().then_some(join.minhash);
+    let params = [("minhash", Param::Sql(&minhash_expression(plan, "t.term_set"))), ("path", Param::Text(&path))];
+    work_table(ctx, &render(sql::TERM_SETS_ONE_SHOT, &params), &path, table::TERM_SETS).await?;
     Ok(copies.rejected.len() as u64)
 }
 

@@ -107,7 +107,7 @@ statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold",
 statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
 statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", [], reads [table::FINGERPRINTS]);
 statement!(TERM_SETS, "57_term_sets.sql", ["tonight", "path"], reads [table::FINGERPRINTS, table::STORED_TERM_SETS]);
-statement!(TERM_SETS_ONE_SHOT, "57_term_sets_one_shot.sql", ["path"], reads [table::FINGERPRINTS, table::FIRST_COPIES]);
+statement!(TERM_SETS_ONE_SHOT, "57_term_sets_one_shot.sql", ["minhash", "path"], reads [table::FINGERPRINTS, table::FIRST_COPIES]);
 statement!(KEPT_PAIRS, "58_kept_pairs.sql", ["min_shared"], reads [table::CHECKED_PAIRS]);
 statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"], reads [table::COMPONENTS, table::ELIGIBLE]);
 statement!(ANCHORS, "69_anchors.sql", ["path"], reads [table::CLUSTERS, table::ELIGIBLE, table::NEAR_PAIRS, table::STORED, table::STORED_TERM_SETS]);
