@@ -55,12 +55,15 @@ impl<'a> DocStats<'a> {
     /// [`Analyzer::tokens`], without hashing a word twice or looking up every
     /// occurrence of a stop word. (Two words of a document under one 64-bit
     /// hash count as one, the first of them, as they always did.)
+    ///
+    /// `terms` is the vector the statistics are made in (emptied first): a
+    /// caller that recycles the last document's ([`DocStats::recycle`]) does
+    /// not allocate and grow one per document.
     pub fn compute(
         analyzer: &'a Analyzer,
         (text, title): (&'a str, Option<&'a str>),
-        mode: Mode,
-        with_pos: bool,
-        tokens: &mut Vec<Token<'a>>,
+        (mode, with_pos): (Mode, bool),
+        (tokens, mut terms): (&mut Vec<Token<'a>>, Vec<TermStat<'a>>),
         scratch: &mut StatsScratch,
     ) -> DocStats<'a> {
         tokens.clear();
@@ -68,7 +71,7 @@ impl<'a> DocStats<'a> {
         let StatsScratch { index, kept, chars, title_hashes } = scratch;
         index.clear();
         kept.clear();
-        let mut terms: Vec<TermStat<'a>> = Vec::new();
+        terms.clear();
         let mut total = 0u32;
         for token in tokens.iter() {
             let hash = hash64(token.term.as_bytes());
@@ -118,6 +121,14 @@ impl<'a> DocStats<'a> {
         terms.sort_unstable_by(|a, b| a.hash.cmp(&b.hash).then_with(|| a.term.cmp(b.term)));
         DocStats { total, terms }
     }
+
+    /// The statistics' vector, emptied, for the next document's
+    /// [`DocStats::compute`] (whose terms borrow another text).
+    pub fn recycle<'b>(self) -> Vec<TermStat<'b>> {
+        let mut terms = self.terms;
+        terms.clear();
+        terms.into_iter().map(|_| unreachable!("the vector is empty")).collect()
+    }
 }
 
 #[cfg(test)]
@@ -128,7 +139,7 @@ mod tests {
     fn statistics_of_a_small_document() {
         let a = Analyzer::get("").unwrap();
         let mut tokens = Vec::new();
-        let stats = DocStats::compute(&a, ("北京 北京 天安门 总之 研究", Some("天安门")), Mode::Precise, true, &mut tokens, &mut StatsScratch::default());
+        let stats = DocStats::compute(&a, ("北京 北京 天安门 总之 研究", Some("天安门")), (Mode::Precise, true), (&mut tokens, Vec::new()), &mut StatsScratch::default());
         assert_eq!(stats.total, 5);
         let by_term = |t: &str| stats.terms.iter().find(|s| s.term == t).unwrap().factors;
         let beijing = by_term("北京");
@@ -155,8 +166,10 @@ mod tests {
         a.tokens(text, Mode::Precise, true, &mut kept);
         let mut scratch = StatsScratch::default();
         // Twice with one scratch: nothing of the first document stays behind.
+        // The second time in the first's recycled vector.
+        let mut spare = Vec::new();
         for _ in 0..2 {
-            let stats = DocStats::compute(&a, (text, None), Mode::Precise, true, &mut Vec::new(), &mut scratch);
+            let stats = DocStats::compute(&a, (text, None), (Mode::Precise, true), (&mut Vec::new(), std::mem::take(&mut spare)), &mut scratch);
             assert_eq!(stats.total as usize, kept.len());
             let mut expected: Vec<(&str, u32)> = Vec::new();
             for t in &kept {
@@ -170,13 +183,15 @@ mod tests {
             got.sort();
             assert_eq!(got, expected);
             assert!(got.contains(&("国家统计局", 2)) && !got.iter().any(|(w, _)| *w == "的" || *w == "，"), "{got:?}");
+            spare = stats.recycle();
+            assert!(spare.is_empty() && spare.capacity() >= got.len());
         }
     }
 
     #[test]
     fn a_document_of_stop_words_has_no_terms() {
         let a = Analyzer::get("").unwrap();
-        let stats = DocStats::compute(&a, ("的 了 是 the", None), Mode::Precise, true, &mut Vec::new(), &mut StatsScratch::default());
+        let stats = DocStats::compute(&a, ("的 了 是 the", None), (Mode::Precise, true), (&mut Vec::new(), Vec::new()), &mut StatsScratch::default());
         assert_eq!(stats, DocStats::default());
     }
 

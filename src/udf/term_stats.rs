@@ -17,7 +17,7 @@ use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs,
 use super::args::{doc, finish, is_string, scalar_str, to_arrays, Strings, TextSettings};
 use super::shingle_sketch::SketchLists;
 use crate::text::shingles::Sketcher;
-use crate::text::{normalize_into, parse_set, recycle, strip_lines, DocStats, StatsScratch, Token};
+use crate::text::{normalize_into, parse_set, recycle, strip_lines, DocStats, StatsScratch, TermStat, Token};
 use crate::weight::TermFactors;
 
 /// The boilerplate set of a `boilerplate` argument, parsed once per process
@@ -122,6 +122,7 @@ pub(super) fn analyze(args: &ScalarFunctionArgs, name: &str, with_sketches: bool
     let (mut text_buf, mut title_buf, mut line_buf, mut stripped) = (String::new(), String::new(), String::new(), String::new());
     let (mut sketcher, mut sketch, mut sketches) = (Sketcher::default(), Vec::new(), with_sketches.then(|| SketchLists::new(rows)));
     let mut spare: Vec<Token> = Vec::new();
+    let mut spare_terms: Vec<TermStat> = Vec::new();
     let mut scratch = StatsScratch::default();
     let mut written = 0usize;
     let mut bytes = 0u64;
@@ -141,10 +142,11 @@ pub(super) fn analyze(args: &ScalarFunctionArgs, name: &str, with_sketches: bool
             let has_title = titles.get(i).map(|t| normalize_into(t, &mut title_buf)).is_some();
             let title = has_title.then_some(title_buf.as_str());
             let mut tokens = recycle(std::mem::take(&mut spare));
-            let stats = DocStats::compute(&settings.analyzer, (&text_buf, title), settings.mode, with_pos, &mut tokens, &mut scratch);
+            let terms = std::mem::take(&mut spare_terms);
+            let stats = DocStats::compute(&settings.analyzer, (&text_buf, title), (settings.mode, with_pos), (&mut tokens, terms), &mut scratch);
             columns.push(&stats);
             written += stats.terms.len();
-            drop(stats);
+            spare_terms = stats.recycle();
             spare = recycle(tokens);
         }
         valid.push(text.is_some());
