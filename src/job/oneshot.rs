@@ -11,7 +11,7 @@ use datafusion::prelude::SessionContext;
 use super::candidates::{eligible_without, minhash_expression, near_pairs};
 use super::config::{JoinOptions, KeepRule};
 use super::progress::Progress;
-use super::query::{collect, column_u64, scalar_u64, with_settings, work_table, LATE_MATERIALIZATION};
+use super::query::{collect, column_u64, each_on_its_thread, scalar_u64, with_settings, work_table, LATE_MATERIALIZATION};
 use super::sql::{self, render, table, Param};
 use super::summary::Summary;
 use super::tables::{create_view, fingerprint_documents_parquet, materialize, pairs_table, FileMetadata};
@@ -94,13 +94,10 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions, threads: usiz
             firsts.push((group[first].simhash, group[first].at));
             rejected.extend(left_out.into_iter().map(|i| group[i].at));
         }
-        (rejected, firsts)
+        Ok((rejected, firsts))
     };
     let groups: Vec<&[Member]> = rows.chunk_by(|a, b| a.simhash == b.simhash).collect();
-    let checked: Vec<_> = std::thread::scope(|scope| {
-        let runs: Vec<_> = runs_of_rows(&groups, threads).into_iter().map(|run| scope.spawn(move || check(run))).collect();
-        runs.into_iter().map(|run| run.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    });
+    let checked = each_on_its_thread(runs_of_rows(&groups, threads), check)?;
     let (mut rejected, mut firsts) = (Vec::new(), Vec::new());
     for (r, f) in checked {
         rejected.extend(r);

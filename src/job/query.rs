@@ -104,12 +104,13 @@ pub(super) async fn sorted_in_memory(ctx: &SessionContext, statement: &str, sort
     Ok(Arc::new(MemTable::try_new(schema, partitions)?.with_sort_order(vec![order])))
 }
 
-/// `work` applied to each partition on a thread of its own (a sort of the
-/// client's, with as many threads as the statement had partitions), the
-/// results in the partitions' order.
-fn each_on_its_thread<T: Send>(partitions: Vec<Vec<RecordBatch>>, work: impl Fn(Vec<RecordBatch>) -> Result<T> + Sync) -> Result<Vec<T>> {
+/// `work` applied to each of `parts` on a thread of its own (the client's
+/// share of a statement's work: a sort of each of its partitions, the check
+/// of a run of groups), the results in the parts' order. A panic in one is
+/// raised again here.
+pub(super) fn each_on_its_thread<P: Send, T: Send>(parts: Vec<P>, work: impl Fn(P) -> Result<T> + Sync) -> Result<Vec<T>> {
     std::thread::scope(|scope| {
-        let threads: Vec<_> = partitions.into_iter().map(|p| scope.spawn(|| work(p))).collect();
+        let threads: Vec<_> = parts.into_iter().map(|p| scope.spawn(|| work(p))).collect();
         threads.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     })
 }

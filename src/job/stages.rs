@@ -42,20 +42,23 @@ pub(super) async fn hold_documents(run: &Run<'_>) -> Result<Option<Arc<dyn Table
         return Ok(None);
     }
     let statement = render(sql::DOCUMENTS_IN_MEMORY, &[]);
-    let view = ctx.table_provider(table::DOCUMENTS).await?;
     let held = sorted_in_memory(ctx, &statement, &["source", "id"], SEGMENTATION_ROWS).await?;
-    ctx.deregister_table(table::DOCUMENTS)?;
-    ctx.register_table(table::DOCUMENTS, held)?;
-    Ok(Some(view))
+    swap_documents(ctx, held).map(Some)
 }
 
 /// Put the view `documents` back in place of the documents held in memory
 /// ([`hold_documents`]), which are let go: later readers (the report's
 /// texts) read the inputs again.
 pub(super) fn release_documents(ctx: &SessionContext, view: Arc<dyn TableProvider>) -> Result<()> {
-    ctx.deregister_table(table::DOCUMENTS)?;
-    ctx.register_table(table::DOCUMENTS, view)?;
-    Ok(())
+    swap_documents(ctx, view).map(drop)
+}
+
+/// Register `documents` as the table `documents`; returns the one it replaces.
+fn swap_documents(ctx: &SessionContext, documents: Arc<dyn TableProvider>) -> Result<Arc<dyn TableProvider>> {
+    let replaced = ctx.deregister_table(table::DOCUMENTS)?;
+    let replaced = replaced.ok_or_else(|| Error::runtime(format!("no table {} to replace", table::DOCUMENTS)))?;
+    ctx.register_table(table::DOCUMENTS, documents)?;
+    Ok(replaced)
 }
 
 /// Stage `boilerplate` (optional): the hashes of lines found in at least

@@ -49,11 +49,9 @@ pub fn normalize_at_most(text: &str, out: &mut String, max_chars: usize) -> bool
         // opens the text) and the characters after it that may compose
         // with it.
         let rest = &text[pos..];
-        let mut chars = rest.char_indices();
-        let first = chars.next().map_or(Kind::Other, |(_, c)| kind(c));
-        let end = chars.find(|&(_, c)| kind(c) != Kind::Other).map_or(rest.len(), |(i, _)| i);
-        let one_char = rest[..end].chars().nth(1).is_none();
-        writer.piece(&rest[..end], if one_char { first } else { Kind::Other });
+        let first = rest.chars().next().unwrap_or_default();
+        let end = rest.char_indices().skip(1).find(|&(_, c)| kind(c) != Kind::Other).map_or(rest.len(), |(i, _)| i);
+        writer.piece(&rest[..end], if end == first.len_utf8() { kind(first) } else { Kind::Other });
         pos += end;
     }
     writer.chars <= max_chars
