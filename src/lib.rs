@@ -10,6 +10,8 @@
 //! - [`join`]: band plans of the exact banded self-join;
 //! - [`sets`]: term-set similarity (verification);
 //! - [`minhash`]: one-permutation MinHash signatures and LSH band keys;
+//! - [`setjoin`] and [`buckets`]: a hot bucket's exact Jaccard join, and
+//!   the pairs of every bucket in one pass over term sets held in memory;
 //! - [`cluster`]: connected components over near pairs;
 //! - [`report`]: the run's report page (`report.html`).
 //!
@@ -18,6 +20,7 @@
 //! and commits outputs, [`statement`] plans statements alike for both,
 //! [`cli`] and [`shell`] serve the binary.
 
+pub mod buckets;
 pub mod cli;
 pub mod cluster;
 pub mod distributed;

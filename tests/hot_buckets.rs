@@ -6,12 +6,16 @@
 //! `weibo_reposts` posts (whose reposts and template comments fill buckets of
 //! hundreds), through the pipeline's own statements (sql/57, 51, 52, 55; the
 //! shared keys both ways, which must agree): as
-//! a one-shot run, and as a night whose other half is stored.
+//! a one-shot run, and as a night whose other half is stored. The pairs
+//! found in one pass over the term sets (src/buckets.rs, what a run whose
+//! work stays in memory does) must be the statements' candidates.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use datafusion::arrow::array::AsArray;
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::UInt64Type;
+use neardup::buckets::{bucket_pairs, Listing, TermSets};
 use neardup::job::sql::{render, Param, MINHASH_BUCKETS, MINHASH_CANDIDATES, SHARED_KEYS_BY_GROUP, SHARED_KEYS_BY_SORT, TERM_SETS, VERIFIED_PAIRS};
 
 mod common;
@@ -71,16 +75,47 @@ async fn minhash_pairs(fingerprints: &Path, split: bool, hot: u64, work: &Path) 
     let candidates = path("candidates/minhash.parquet");
     run(render(MINHASH_CANDIDATES, &[("path", Param::Text(&candidates)), ("hot", Param::Int(hot)), ("threshold", Param::Float(0.5))])).await;
     neardup::storage::register_parquet(&ctx, "candidates", &path("candidates/")).await.unwrap();
+    // The same candidates found in one pass over the term sets, as a run
+    // whose work stays in memory finds them (src/buckets.rs).
+    let statements: BTreeSet<(u64, u64)> = pairs_of(&read_dir(&work.join("candidates")));
+    assert_eq!(in_one_pass(&run("SELECT simhash, tonight, minhash, term_set FROM term_sets".into()).await, hot), statements, "hot bound {hot}");
     run(render(VERIFIED_PAIRS, &[("path", Param::Text(&path("near/near.parquet"))), ("measure", Param::Text("jaccard")), ("threshold", Param::Float(0.5))])).await;
 
-    let near = read_dir(&work.join("near"));
-    let (a, b) = (u64s(&near, "simhash_a"), u64s(&near, "simhash_b"));
-    let kept: BTreeSet<(u64, u64)> = a.into_iter().zip(b).map(|(a, b)| (a.unwrap(), b.unwrap())).collect();
+    let kept = pairs_of(&read_dir(&work.join("near")));
     let candidates = u64s(&read_dir(&work.join("candidates")), "simhash_a").len();
     let buckets = read_dir(&work.join("buckets"));
     let (keys, members) = (u64s(&buckets, "key"), u64s(&buckets, "members"));
     let hot_buckets = keys.iter().zip(&members).filter(|(_, m)| m.unwrap() > 4).map(|(k, _)| k.unwrap()).collect::<BTreeSet<_>>().len();
     Found { kept, candidates, hot_buckets }
+}
+
+/// The pairs `(simhash_a, simhash_b)` of a table.
+fn pairs_of(batches: &[RecordBatch]) -> BTreeSet<(u64, u64)> {
+    let (a, b) = (u64s(batches, "simhash_a"), u64s(batches, "simhash_b"));
+    a.into_iter().zip(b).map(|(a, b)| (a.unwrap(), b.unwrap())).collect()
+}
+
+/// [`neardup::buckets::bucket_pairs`] of term-set rows (simhash, tonight,
+/// minhash, term_set), on three threads.
+fn in_one_pass(batches: &[RecordBatch], hot: u64) -> BTreeSet<(u64, u64)> {
+    let list = |b: &RecordBatch, c: usize, r: usize| -> Vec<u64> {
+        let lists = b.column(c).as_list::<i32>();
+        if lists.is_null(r) {
+            return Vec::new();
+        }
+        lists.value(r).as_primitive::<UInt64Type>().values().to_vec()
+    };
+    let (mut fingerprints, mut tonight, mut keys, mut sets) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for b in batches {
+        fingerprints.extend(b.column(0).as_primitive::<UInt64Type>().values().iter().copied());
+        tonight.extend(b.column(1).as_boolean().iter().map(|t| t == Some(true)));
+        keys.extend((0..b.num_rows()).map(|r| list(b, 2, r)));
+        sets.extend((0..b.num_rows()).map(|r| list(b, 3, r)));
+    }
+    let (keys, sets): (Vec<&[u64]>, Vec<&[u64]>) = (keys.iter().map(Vec::as_slice).collect(), sets.iter().map(Vec::as_slice).collect());
+    let rows = TermSets { fingerprints: &fingerprints, tonight: &tonight, keys: &keys, sets: &sets };
+    let pairs = bucket_pairs(&rows, Listing { hot, threshold: 0.5 }, 3).expect("one row a fingerprint, one band a bucket");
+    pairs.into_iter().collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int32Array, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::compute::{cast, concat, interleave_record_batch, lexsort_to_indices, SortColumn, SortOptions};
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
 use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::file::metadata::SortingColumn;
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 
@@ -236,6 +237,33 @@ fn write_parquet(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<Vec<u8>> {
     let mut buffer = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut buffer, schema, None)?;
     writer.write(&batch)?;
+    writer.close()?;
+    Ok(buffer)
+}
+
+/// Candidate pairs `(simhash_a, simhash_b)`, sorted, as Parquet in the
+/// layout 52_minhash_candidates.sql writes: each pair's Hamming distance,
+/// no similarity yet, uncompressed, and the file's order in its footer
+/// (DataFusion reads it back as the table's order, which the check's
+/// grouping of candidates uses).
+pub(super) fn candidates_parquet(pairs: &[(u64, u64)]) -> Result<Vec<u8>> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("simhash_a", DataType::UInt64, true),
+        Field::new("simhash_b", DataType::UInt64, true),
+        Field::new("hamming", DataType::Int32, true),
+        Field::new("similarity", DataType::Float64, true),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from_iter_values(pairs.iter().map(|p| p.0))),
+        Arc::new(UInt64Array::from_iter_values(pairs.iter().map(|p| p.1))),
+        Arc::new(Int32Array::from_iter_values(pairs.iter().map(|p| (p.0 ^ p.1).count_ones() as i32))),
+        Arc::new(Float64Array::new_null(pairs.len())),
+    ];
+    let order = (0..2).map(|column_idx| SortingColumn { column_idx, descending: false, nulls_first: false }).collect();
+    let props = WriterProperties::builder().set_dictionary_enabled(false).set_sorting_columns(Some(order)).build();
+    let mut buffer = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), Some(props))?;
+    writer.write(&RecordBatch::try_new(schema, columns)?)?;
     writer.close()?;
     Ok(buffer)
 }
