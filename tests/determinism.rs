@@ -42,17 +42,28 @@ fn output_does_not_depend_on_partitions_or_batches() {
 
 #[test]
 fn work_tables_in_memory_or_on_disk_give_the_same_bytes() {
-    // Without a memory limit the work tables stay in memory; under one they
-    // are Parquet files in the work folder. The outputs are byte-identical.
+    // Without a memory limit the work tables stay in memory, and the client
+    // finds the MinHash candidates and checks the candidates itself
+    // (src/job/in_memory.rs); under one they are Parquet files in the work
+    // folder, and statements do it. The outputs are byte-identical, for each
+    // measure of the check.
     let dir = tempfile::tempdir().unwrap();
-    let (memory, disk) = (dir.path().join("memory"), dir.path().join("disk"));
-    run(&memory, &[]);
-    run(&disk, &["--memory-limit", "1G"]);
-    for name in ["fingerprints", "pairs", "clusters"] {
-        let file = format!("{name}/part-00000.parquet");
-        let bytes = std::fs::read(memory.join(&file)).unwrap();
-        assert!(bytes.len() > 1000, "{file} is nearly empty");
-        assert_eq!(bytes, std::fs::read(disk.join(&file)).unwrap(), "{file} differs between work tables in memory and on disk");
+    for verify in ["jaccard:0.5", "overlap:0.6", "cosine:0.9"] {
+        let (memory, disk) = (dir.path().join(format!("memory-{verify}")), dir.path().join(format!("disk-{verify}")));
+        run(&memory, &["--verify", verify]);
+        run(&disk, &["--verify", verify, "--memory-limit", "1G"]);
+        for name in ["fingerprints", "pairs", "clusters"] {
+            let file = format!("{name}/part-00000.parquet");
+            let bytes = std::fs::read(memory.join(&file)).unwrap();
+            assert!(bytes.len() > 1000, "{file} is nearly empty");
+            assert_eq!(bytes, std::fs::read(disk.join(&file)).unwrap(), "{file} differs between work tables in memory and on disk ({verify})");
+        }
+        assert!(!table(&memory, "pairs", &["id_a"])[0].is_empty(), "the sample has pairs ({verify})");
+        let summary = |out: &std::path::Path| {
+            let json: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+            (json["candidate_pairs"].clone(), json["checked_pairs"].clone())
+        };
+        assert_eq!(summary(&memory), summary(&disk), "the counts of candidates and checked pairs ({verify})");
+        assert!(summary(&memory).0.as_u64().unwrap() > 0);
     }
-    assert!(!table(&memory, "pairs", &["id_a"])[0].is_empty(), "the sample has pairs");
 }

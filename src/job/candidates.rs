@@ -2,9 +2,6 @@
 //! store runs share. Each reads tonight's `fingerprints` (or `eligible`) and
 //! the `stored` rows (none in a one-shot run).
 
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::prelude::SessionContext;
 
 use super::config::{Candidates, JoinOptions};
@@ -12,11 +9,11 @@ use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, work_table};
 use super::sql::{self, render, table, Param, Statement};
 use super::summary::{BandPlanSummary, Summary};
-use super::tables::{candidates_parquet, components_parquet, create_view, view_without};
+use super::in_memory;
+use super::tables::{components_parquet, create_view, view_without};
 use super::KeepRule;
-use crate::buckets::{bucket_pairs, Listing, TermSets};
+use crate::buckets::Listing;
 use crate::minhash::MinHashPlan;
-use crate::udf::term_set::list_values;
 use crate::cluster::components;
 use crate::error::{Error, Result};
 use crate::join::BandPlan;
@@ -132,7 +129,15 @@ pub(super) async fn near_pairs(
     }
     let candidates_path = out.staged("_work/candidates/");
     register_parquet(ctx, table::CANDIDATES, &candidates_path).await?;
-    let candidates = scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?;
+    // In memory, the client reads the candidates once, to count and to check.
+    let held = match crate::session::work_in_memory(ctx) {
+        true => Some(in_memory::distinct_candidates(ctx).await?),
+        false => None,
+    };
+    let candidates = match &held {
+        Some(pairs) => pairs.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)).count() as u64,
+        None => scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?,
+    };
     let sources = sources.join("; ");
     progress.done("join", describe(candidates, &sources));
     progress.begin("verify", None);
@@ -146,8 +151,14 @@ pub(super) async fn near_pairs(
         }
         Some((measure, threshold)) => {
             let checked_path = out.staged("_work/checked_pairs.parquet");
-            let params = [("path", Param::Text(&checked_path)), ("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))];
-            collect(ctx, &render(sql::VERIFIED_PAIRS, &params)).await?;
+            let in_memory = match &held {
+                Some(pairs) => in_memory::check(ctx, out, pairs, join.verify, "_work/checked_pairs.parquet").await?,
+                None => None,
+            };
+            if in_memory.is_none() {
+                let params = [("path", Param::Text(&checked_path)), ("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))];
+                collect(ctx, &render(sql::VERIFIED_PAIRS, &params)).await?;
+            }
             register_parquet(ctx, table::CHECKED_PAIRS, &checked_path).await?;
             let policy = [("min_shared", Param::FloatOrNull(join.min_shared().map(MinShared::value)))];
             create_view(ctx, table::NEAR_PAIRS, &render(sql::KEPT_PAIRS, &policy)).await?;
@@ -178,7 +189,7 @@ async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &Outp
         Verify::Jaccard(t) => (HOT_BUCKET, t),
         _ => (i64::MAX as u64, 1.0),
     };
-    if crate::session::work_in_memory(ctx) && pairs_in_memory(ctx, out, Listing { hot, threshold }).await? {
+    if crate::session::work_in_memory(ctx) && in_memory::bucket_candidates(ctx, out, Listing { hot, threshold }).await? {
         return Ok(());
     }
     let buckets = out.staged("_work/minhash_buckets.parquet");
@@ -192,42 +203,6 @@ async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &Outp
     let params = [("path", Param::Text(&path)), ("hot", Param::Int(hot)), ("threshold", Param::Float(threshold))];
     collect(ctx, &render(sql::MINHASH_CANDIDATES, &params)).await?;
     Ok(())
-}
-
-/// The MinHash candidates of the term sets held in memory, found in one
-/// pass over them (src/buckets.rs) and written where
-/// sql/52_minhash_candidates.sql writes them; false, with nothing written,
-/// when a fingerprint is on two rows and the statements must run instead.
-/// The statements took Weibo 0.9–1.0 s (see docs/performance.md).
-async fn pairs_in_memory(ctx: &SessionContext, out: &OutputDir, listing: Listing) -> Result<bool> {
-    const WHAT: &str = "the MinHash candidates (src/buckets.rs)";
-    let batches = collect(ctx, "SELECT simhash, tonight, minhash, term_set FROM term_sets").await?;
-    let set_type = crate::udf::term_set::set_type();
-    let mut columns = Vec::with_capacity(batches.len());
-    for b in &batches {
-        let (keys, sets) = (cast(b.column(2), &set_type)?, cast(b.column(3), &set_type)?);
-        columns.push((column_u64(b, 0)?, b.column(1).as_boolean().clone(), keys.as_list::<i32>().clone(), sets.as_list::<i32>().clone()));
-    }
-    let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-    let (mut fingerprints, mut tonight, mut keys, mut sets) = (Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows));
-    let lists: Vec<_> = columns.iter().map(|(_, _, k, s)| (k.values().as_primitive::<UInt64Type>(), s.values().as_primitive::<UInt64Type>())).collect();
-    for ((simhash, flags, key_lists, set_lists), (key_values, set_values)) in columns.iter().zip(&lists) {
-        if simhash.null_count() > 0 || flags.null_count() > 0 {
-            return Ok(false);
-        }
-        fingerprints.extend_from_slice(simhash.values());
-        tonight.extend(flags.iter().map(|f| f == Some(true)));
-        for r in 0..simhash.len() {
-            keys.push(list_values(key_lists, key_values, r, WHAT, "a MinHash key list")?.unwrap_or(&[]));
-            sets.push(list_values(set_lists, set_values, r, WHAT, "a term set")?.unwrap_or(&[]));
-        }
-    }
-    let table = TermSets { fingerprints: &fingerprints, tonight: &tonight, keys: &keys, sets: &sets };
-    let Some(pairs) = bucket_pairs(&table, listing, ctx.state().config().target_partitions()) else {
-        return Ok(false);
-    };
-    out.put("_work/candidates/minhash.parquet", candidates_parquet(&pairs)?).await?;
-    Ok(true)
 }
 
 /// `sort`, a statement that holds its input in memory, when the run's work

@@ -243,27 +243,58 @@ fn write_parquet(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<Vec<u8>> {
 
 /// Candidate pairs `(simhash_a, simhash_b)`, sorted, as Parquet in the
 /// layout 52_minhash_candidates.sql writes: each pair's Hamming distance,
-/// no similarity yet, uncompressed, and the file's order in its footer
-/// (DataFusion reads it back as the table's order, which the check's
-/// grouping of candidates uses).
+/// no similarity yet.
 pub(super) fn candidates_parquet(pairs: &[(u64, u64)]) -> Result<Vec<u8>> {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("simhash_a", DataType::UInt64, true),
-        Field::new("simhash_b", DataType::UInt64, true),
-        Field::new("hamming", DataType::Int32, true),
-        Field::new("similarity", DataType::Float64, true),
-    ]));
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(UInt64Array::from_iter_values(pairs.iter().map(|p| p.0))),
-        Arc::new(UInt64Array::from_iter_values(pairs.iter().map(|p| p.1))),
-        Arc::new(Int32Array::from_iter_values(pairs.iter().map(|p| (p.0 ^ p.1).count_ones() as i32))),
-        Arc::new(Float64Array::new_null(pairs.len())),
-    ];
+    sorted_pairs_parquet(
+        pairs.iter().map(|p| p.0),
+        pairs.iter().map(|p| p.1),
+        vec![
+            ("hamming", Arc::new(Int32Array::from_iter_values(pairs.iter().map(|p| (p.0 ^ p.1).count_ones() as i32)))),
+            ("similarity", Arc::new(Float64Array::new_null(pairs.len()))),
+        ],
+    )
+}
+
+/// A candidate pair that passed the check (sql/55_verified_pairs.sql).
+pub(super) struct Checked {
+    pub a: u64,
+    pub b: u64,
+    pub hamming: i32,
+    pub similarity: f64,
+    /// The share of `a`'s shingles found in `b`'s, and the reverse.
+    pub shared: (Option<f64>, Option<f64>),
+}
+
+/// Checked pairs, sorted, as Parquet in the layout
+/// 55_verified_pairs.sql writes.
+pub(super) fn checked_pairs_parquet(pairs: &[Checked]) -> Result<Vec<u8>> {
+    sorted_pairs_parquet(
+        pairs.iter().map(|p| p.a),
+        pairs.iter().map(|p| p.b),
+        vec![
+            ("hamming", Arc::new(Int32Array::from_iter_values(pairs.iter().map(|p| p.hamming)))),
+            ("similarity", Arc::new(Float64Array::from_iter_values(pairs.iter().map(|p| p.similarity)))),
+            ("shared_a", Arc::new(Float64Array::from_iter(pairs.iter().map(|p| p.shared.0)))),
+            ("shared_b", Arc::new(Float64Array::from_iter(pairs.iter().map(|p| p.shared.1)))),
+        ],
+    )
+}
+
+/// Pairs sorted by `(simhash_a, simhash_b)`, with more `columns`, as a work
+/// file the way a statement writes one: uncompressed, and the file's order
+/// in its footer (DataFusion reads it back as the table's order, which the
+/// statements after it use).
+fn sorted_pairs_parquet(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64>, columns: Vec<(&str, ArrayRef)>) -> Result<Vec<u8>> {
+    let mut fields = vec![Field::new("simhash_a", DataType::UInt64, true), Field::new("simhash_b", DataType::UInt64, true)];
+    fields.extend(columns.iter().map(|(name, c)| Field::new(*name, c.data_type().clone(), true)));
+    let schema = Arc::new(Schema::new(fields));
+    let mut arrays: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from_iter_values(a)), Arc::new(UInt64Array::from_iter_values(b))];
+    arrays.extend(columns.into_iter().map(|(_, c)| c));
     let order = (0..2).map(|column_idx| SortingColumn { column_idx, descending: false, nulls_first: false }).collect();
     let props = WriterProperties::builder().set_dictionary_enabled(false).set_sorting_columns(Some(order)).build();
     let mut buffer = Vec::new();
     let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), Some(props))?;
-    writer.write(&RecordBatch::try_new(schema, columns)?)?;
+    writer.write(&RecordBatch::try_new(schema, arrays)?)?;
     writer.close()?;
     Ok(buffer)
 }

@@ -1,0 +1,156 @@
+//! The join's steps that the client does itself when the run's work stays
+//! in memory: the MinHash candidates (src/buckets.rs) and the check of
+//! every candidate, over the term sets where they lie. Each gives what its
+//! statements give (sql/51, 52; sql/55), written where they write it; each
+//! answers `None` or `false` when a table is not as it expects, and the
+//! statements run instead.
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int32Type, UInt32Type, UInt64Type};
+use datafusion::prelude::SessionContext;
+
+use super::query::{collect, column_u64};
+use super::tables::{candidates_parquet, checked_pairs_parquet, Checked};
+use crate::buckets::{bucket_pairs, Listing, TermSets};
+use crate::error::{Error, Result};
+use crate::sets::{Evidence, Verify};
+use crate::storage::OutputDir;
+use crate::text::HashKeyed;
+use crate::udf::term_set::list_values;
+
+const CANDIDATES: &str = "the MinHash candidates (src/buckets.rs)";
+const CHECK: &str = "the check of candidates (src/job/in_memory.rs)";
+
+/// The MinHash candidates of the term sets held in memory, found in one
+/// pass over them (src/buckets.rs) and written where
+/// sql/52_minhash_candidates.sql writes them; false, with nothing written,
+/// when a fingerprint is on two rows or a bucket mixes bands.
+pub(super) async fn bucket_candidates(ctx: &SessionContext, out: &OutputDir, listing: Listing) -> Result<bool> {
+    let batches = collect(ctx, "SELECT simhash, tonight, minhash, term_set FROM term_sets").await?;
+    let set_type = crate::udf::term_set::set_type();
+    let mut columns = Vec::with_capacity(batches.len());
+    for b in &batches {
+        let (keys, sets) = (cast(b.column(2), &set_type)?, cast(b.column(3), &set_type)?);
+        columns.push((column_u64(b, 0)?, b.column(1).as_boolean().clone(), keys.as_list::<i32>().clone(), sets.as_list::<i32>().clone()));
+    }
+    let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let (mut fingerprints, mut tonight, mut keys, mut sets) = (Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows));
+    for (simhash, flags, key_lists, set_lists) in &columns {
+        if simhash.null_count() > 0 || flags.null_count() > 0 {
+            return Ok(false);
+        }
+        let (key_values, set_values) = (key_lists.values().as_primitive::<UInt64Type>(), set_lists.values().as_primitive::<UInt64Type>());
+        fingerprints.extend_from_slice(simhash.values());
+        tonight.extend(flags.iter().map(|f| f == Some(true)));
+        for r in 0..simhash.len() {
+            keys.push(list_values(key_lists, key_values, r, CANDIDATES, "a MinHash key list")?.unwrap_or(&[]));
+            sets.push(list_values(set_lists, set_values, r, CANDIDATES, "a term set")?.unwrap_or(&[]));
+        }
+    }
+    let table = TermSets { fingerprints: &fingerprints, tonight: &tonight, keys: &keys, sets: &sets };
+    let Some(pairs) = bucket_pairs(&table, listing, ctx.state().config().target_partitions()) else {
+        return Ok(false);
+    };
+    out.put("_work/candidates/minhash.parquet", candidates_parquet(&pairs)?).await?;
+    Ok(true)
+}
+
+/// Every candidate once, `(simhash_a, simhash_b, hamming)` in order, as
+/// the check reads them (`SELECT DISTINCT … FROM candidates`).
+pub(super) async fn distinct_candidates(ctx: &SessionContext) -> Result<Vec<(u64, u64, i32)>> {
+    let mut pairs = Vec::new();
+    for b in &collect(ctx, "SELECT simhash_a, simhash_b, hamming FROM candidates").await? {
+        if b.columns().iter().any(|c| c.null_count() > 0) {
+            return Err(Error::runtime("a candidate pair without a fingerprint or a distance"));
+        }
+        let hamming = cast(b.column(2), &DataType::Int32)?;
+        let (a, c, h) = (column_u64(b, 0)?, column_u64(b, 1)?, hamming.as_primitive::<Int32Type>().clone());
+        pairs.extend(a.values().iter().zip(c.values()).zip(h.values()).map(|((&a, &c), &h)| (a, c, h)));
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    Ok(pairs)
+}
+
+/// What the check reads of one term set: its term set, shingle sketch and
+/// SimHash vector (each may be missing).
+struct Row<'a> {
+    terms: Option<&'a [u64]>,
+    shingles: Option<&'a [u32]>,
+    vector: Option<Vec<i8>>,
+}
+
+/// The candidates `pairs` checked (sql/55_verified_pairs.sql): those whose
+/// similarity by `verify` reaches its threshold, with the share of each
+/// side's shingles found in the other, written to `file` in the work
+/// folder; how many passed. `None`, with nothing written, when a
+/// fingerprint is on two rows of `term_sets`.
+pub(super) async fn check(ctx: &SessionContext, out: &OutputDir, pairs: &[(u64, u64, i32)], verify: Verify, file: &str) -> Result<Option<u64>> {
+    let Some((_, threshold)) = verify.measure() else {
+        return Err(Error::runtime("the check needs a measure"));
+    };
+    let batches = collect(ctx, "SELECT simhash, term_set, shingles, vector FROM term_sets").await?;
+    let (set_type, sketch_type) = (crate::udf::term_set::set_type(), crate::udf::sketch_type());
+    let mut columns = Vec::with_capacity(batches.len());
+    for b in &batches {
+        let (sets, sketches) = (cast(b.column(1), &set_type)?, cast(b.column(2), &sketch_type)?);
+        columns.push((column_u64(b, 0)?, sets.as_list::<i32>().clone(), sketches.as_list::<i32>().clone(), b.column(3).clone()));
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    let mut index: HashKeyed<u32> = HashKeyed::default();
+    for (simhash, sets, sketches, vectors) in &columns {
+        let (set_values, sketch_values) = (sets.values().as_primitive::<UInt64Type>(), sketches.values().as_primitive::<UInt32Type>());
+        // The vectors of a check by cosine, as the fingerprints keep them.
+        let vectors = match (verify.reads_vectors(), vectors.as_fixed_size_binary_opt()) {
+            (false, _) => None,
+            (true, Some(kept)) => Some(kept),
+            (true, None) if vectors.null_count() == vectors.len() => None,
+            (true, None) => return Ok(None),
+        };
+        for r in 0..simhash.len() {
+            if simhash.is_null(r) || index.insert(simhash.value(r), rows.len() as u32).is_some() {
+                return Ok(None);
+            }
+            let terms = list_values(sets, set_values, r, CHECK, "a term set")?;
+            if !verify.reads_vectors() && terms.is_some_and(|t| !t.is_sorted()) {
+                return Err(Error::runtime("set_similarity: term sets must be sorted: build them with term_set"));
+            }
+            let vector = vectors.filter(|v| v.is_valid(r)).map(|v| v.value(r).iter().map(|&b| b as i8).collect());
+            rows.push(Row { terms, shingles: list_values(sketches, sketch_values, r, CHECK, "a shingle sketch")?, vector });
+        }
+    }
+    let check = |pairs: &[(u64, u64, i32)]| -> Vec<Checked> {
+        let mut kept = Vec::new();
+        for &(a, b, hamming) in pairs {
+            let (Some(&x), Some(&y)) = (index.get(&a), index.get(&b)) else { continue };
+            let (x, y) = (&rows[x as usize], &rows[y as usize]);
+            if let Some(similarity) = similarity(verify, x, y).filter(|&s| s >= threshold) {
+                let share = |p: &Row, q: &Row| crate::text::shingles::containment(p.shingles?, q.shingles?);
+                kept.push(Checked { a, b, hamming, similarity, shared: (share(x, y), share(y, x)) });
+            }
+        }
+        kept
+    };
+    let parts = ctx.state().config().target_partitions().max(1);
+    let chunks: Vec<&[(u64, u64, i32)]> = pairs.chunks(pairs.len().div_ceil(parts).max(1)).collect();
+    let kept: Vec<Checked> = super::query::each_on_its_thread(chunks, |c| Ok(check(c)))?.into_iter().flatten().collect();
+    out.put(file, checked_pairs_parquet(&kept)?).await?;
+    Ok(Some(kept.len() as u64))
+}
+
+/// The similarity the check's statement measures: NULL (none) when a side
+/// lacks its term set or its vector.
+fn similarity(verify: Verify, x: &Row, y: &Row) -> Option<f64> {
+    verify.similarity(evidence(verify, x)?, evidence(verify, y)?)
+}
+
+/// What the check compares of a row; none for a measure of term sets when
+/// the row has no term set (the statement's NULL).
+fn evidence<'a>(verify: Verify, row: &'a Row) -> Option<Evidence<'a>> {
+    let terms = match verify.reads_vectors() {
+        true => row.terms.unwrap_or(&[]),
+        false => row.terms?,
+    };
+    Some(Evidence { terms, vector: row.vector.as_deref() })
+}
