@@ -150,16 +150,7 @@ pub(super) async fn near_pairs(
             candidates
         }
         Some((measure, threshold)) => {
-            let checked_path = out.staged("_work/checked_pairs.parquet");
-            let in_memory = match &held {
-                Some(pairs) => in_memory::check(ctx, out, pairs, join.verify, "_work/checked_pairs.parquet").await?,
-                None => None,
-            };
-            if in_memory.is_none() {
-                let params = [("path", Param::Text(&checked_path)), ("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))];
-                collect(ctx, &render(sql::VERIFIED_PAIRS, &params)).await?;
-            }
-            register_parquet(ctx, table::CHECKED_PAIRS, &checked_path).await?;
+            check(ctx, out, held.as_deref(), (join.verify, measure, threshold)).await?;
             let policy = [("min_shared", Param::FloatOrNull(join.min_shared().map(MinShared::value)))];
             create_view(ctx, table::NEAR_PAIRS, &render(sql::KEPT_PAIRS, &policy)).await?;
             scalar_u64(ctx, "SELECT count(*) FROM checked_pairs").await?
@@ -171,6 +162,24 @@ pub(super) async fn near_pairs(
         edges.extend(a.values().iter().copied().zip(c.values().iter().copied()));
     }
     Ok(NearPairs { plan, candidates, checked, edges })
+}
+
+/// The check of every candidate into `_work/checked_pairs.parquet`,
+/// registered as `checked_pairs`: by the client when it holds the
+/// candidates (`held`, the work in memory), else by sql/55_verified_pairs.sql.
+async fn check(ctx: &SessionContext, out: &OutputDir, held: Option<&[(u64, u64, i32)]>, (verify, measure, threshold): (Verify, &str, f64)) -> Result<()> {
+    const CHECKED: &str = "_work/checked_pairs.parquet";
+    let path = out.staged(CHECKED);
+    let done = match held {
+        Some(pairs) => in_memory::check(ctx, out, pairs, verify, CHECKED).await?.is_some(),
+        None => false,
+    };
+    if !done {
+        let params = [("path", Param::Text(&path)), ("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))];
+        collect(ctx, &render(sql::VERIFIED_PAIRS, &params)).await?;
+    }
+    register_parquet(ctx, table::CHECKED_PAIRS, &path).await?;
+    Ok(())
 }
 
 /// The table `term_sets` (sql/57_term_sets.sql) of tonight's rows (the

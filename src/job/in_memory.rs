@@ -85,7 +85,8 @@ struct Row<'a> {
 /// similarity by `verify` reaches its threshold, with the share of each
 /// side's shingles found in the other, written to `file` in the work
 /// folder; how many passed. `None`, with nothing written, when a
-/// fingerprint is on two rows of `term_sets`.
+/// fingerprint is on two rows of `term_sets` or its vectors are not kept
+/// as the fingerprints keep them.
 pub(super) async fn check(ctx: &SessionContext, out: &OutputDir, pairs: &[(u64, u64, i32)], verify: Verify, file: &str) -> Result<Option<u64>> {
     let Some((_, threshold)) = verify.measure() else {
         return Err(Error::runtime("the check needs a measure"));
