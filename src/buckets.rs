@@ -21,6 +21,7 @@
 //! are equal only by a chance of 2^-48). Otherwise the statements run.
 
 use crate::minhash::{narrow, shared_keys_of_runs, sort_tagged, tagged};
+use crate::parallel::{cut, on_threads};
 use crate::setjoin::jaccard_pairs;
 use crate::text::HashKeyed;
 
@@ -219,32 +220,6 @@ fn first_shared_band(a: &[u64], b: &[u64]) -> Option<usize> {
     a.iter().zip(b).position(|(&x, &y)| x == y && narrow(x) == x)
 }
 
-/// `0..n` cut into at most `parts` ranges of about equal `cost`.
-fn cut(n: usize, parts: usize, cost: impl Fn(usize) -> u64) -> Vec<std::ops::Range<usize>> {
-    let total: u64 = (0..n).map(&cost).sum();
-    let parts = parts.max(1) as u64;
-    let (mut ranges, mut start, mut done) = (Vec::new(), 0, 0u64);
-    for i in 0..n {
-        done += cost(i);
-        // Range r ends once the items so far cost (r + 1) / parts of the whole.
-        if done * parts >= (ranges.len() as u64 + 1) * total && ranges.len() as u64 + 1 < parts {
-            ranges.push(start..i + 1);
-            start = i + 1;
-        }
-    }
-    ranges.push(start..n);
-    ranges
-}
-
-/// `work` applied to each of `parts` on a thread of its own, the results
-/// in the parts' order.
-fn on_threads<P: Send, T: Send>(parts: Vec<P>, work: impl Fn(P) -> T + Sync) -> Vec<T> {
-    std::thread::scope(|scope| {
-        let threads: Vec<_> = parts.into_iter().map(|p| scope.spawn(|| work(p))).collect();
-        threads.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,13 +323,5 @@ mod tests {
         assert!(keys.iter().all(|&k| filter.may_hold(k)));
         let others = (1000..101_000u64).map(crate::minhash::mix).filter(|&k| filter.may_hold(k)).count();
         assert!(others < 3000, "{others} of 100,000 other keys pass");
-    }
-
-    #[test]
-    fn work_is_cut_in_ranges_of_about_equal_cost() {
-        assert_eq!(cut(10, 2, |_| 1), vec![0..5, 5..10]);
-        assert_eq!(cut(4, 2, |i| if i == 0 { 9 } else { 1 }), vec![0..1, 1..4]);
-        assert_eq!(cut(0, 3, |_| 1), vec![0..0]);
-        assert_eq!(cut(3, 8, |_| 1).iter().map(|r| r.len()).sum::<usize>(), 3);
     }
 }

@@ -30,6 +30,7 @@ pub mod fingerprint;
 pub mod job;
 pub mod logging;
 pub mod minhash;
+pub mod parallel;
 pub mod probe;
 pub mod join;
 pub mod progress;

@@ -258,15 +258,8 @@ fn shared_keys_in_parts(runs: &[&[u64]], parts: usize) -> Vec<(u64, u64)> {
         bounds
     };
     let bounds: Vec<Vec<usize>> = runs.iter().map(|r| split(r)).collect();
-    std::thread::scope(|scope| {
-        let merges: Vec<_> = (0..=cuts.len())
-            .map(|i| {
-                let ranges: Vec<&[u64]> = runs.iter().zip(&bounds).map(|(run, b)| &run[b[i]..b[i + 1]]).collect();
-                scope.spawn(move || merge_runs(&ranges))
-            })
-            .collect();
-        merges.into_iter().flat_map(|m| m.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    })
+    let ranges: Vec<Vec<&[u64]>> = (0..=cuts.len()).map(|i| runs.iter().zip(&bounds).map(|(run, b)| &run[b[i]..b[i + 1]]).collect()).collect();
+    crate::parallel::on_threads(ranges, |ranges| merge_runs(&ranges)).into_iter().flatten().collect()
 }
 
 /// [`shared_keys_of_runs`] on this thread.

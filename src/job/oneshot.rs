@@ -112,20 +112,8 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions, threads: usiz
 /// `groups` cut into at most `parts` runs of consecutive groups, each of
 /// about an equal share of the rows (a group is never cut).
 fn runs_of_rows<'g, T>(groups: &'g [&'g [T]], parts: usize) -> Vec<&'g [&'g [T]]> {
-    let rows: usize = groups.iter().map(|g| g.len()).sum();
-    let share = rows.div_ceil(parts.max(1)).max(1);
-    let (mut runs, mut start, mut held) = (Vec::new(), 0, 0);
-    for (i, group) in groups.iter().enumerate() {
-        held += group.len();
-        if held >= share {
-            runs.push(&groups[start..=i]);
-            (start, held) = (i + 1, 0);
-        }
-    }
-    if start < groups.len() {
-        runs.push(&groups[start..]);
-    }
-    runs
+    let runs = crate::parallel::cut(groups.len(), parts, |i| groups[i].len() as u64);
+    runs.into_iter().filter(|r| !r.is_empty()).map(|r| &groups[r]).collect()
 }
 
 /// The first index of a group that `left_out` (ascending, distinct) does not

@@ -109,10 +109,7 @@ pub(super) async fn sorted_in_memory(ctx: &SessionContext, statement: &str, sort
 /// of a run of groups), the results in the parts' order. A panic in one is
 /// raised again here.
 pub(super) fn each_on_its_thread<P: Send, T: Send>(parts: Vec<P>, work: impl Fn(P) -> Result<T> + Sync) -> Result<Vec<T>> {
-    std::thread::scope(|scope| {
-        let threads: Vec<_> = parts.into_iter().map(|p| scope.spawn(|| work(p))).collect();
-        threads.into_iter().map(|t| t.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    })
+    crate::parallel::on_threads(parts, work).into_iter().collect()
 }
 
 /// `batch` with each string view column's values copied into buffers of
