@@ -152,10 +152,12 @@ impl MinHashPlan {
         MinHasher {
             plan: *self,
             bins: Vec::with_capacity(self.bins()),
-            filled: Vec::with_capacity(self.bins()),
+            filled: Vec::with_capacity(self.bins().div_ceil(64)),
             filled_list: Vec::with_capacity(self.bins()),
             nearest: Vec::with_capacity(self.bins()),
+            signature: Vec::with_capacity(self.bins()),
             visits: None,
+            seeds: (0..u64::from(self.bands)).map(|band| mix(band ^ TERM_SEED)).collect(),
         }
     }
 
@@ -186,13 +188,18 @@ const _: () = assert!(MAX_PERMUTATIONS <= 1 << BIN_BITS);
 pub struct MinHasher {
     plan: MinHashPlan,
     bins: Vec<u64>,
-    filled: Vec<bool>,
+    /// A bit a bin, set when a term fell into it.
+    filled: Vec<u64>,
     filled_list: Vec<usize>,
     /// Per bin, the least first visit of a filled bin seen so far, with that
     /// bin (sparse sets, [`MinHasher::signature`]).
     nearest: Vec<u32>,
+    /// The densified signature (`bins` with the empty bins filled).
+    signature: Vec<u64>,
     /// [`visits`] of the plan's bins, shared by every hasher.
     visits: Option<Arc<Visits>>,
+    /// Each band's first value of its key (a mix of the band's number).
+    seeds: Vec<u64>,
 }
 
 /// The `attempt`-th bin of empty bin `i`'s probe sequence among `k`.
@@ -367,35 +374,38 @@ impl MinHasher {
     /// nothing for an empty set. The set's order does not matter.
     pub fn signature(&mut self, set: &[u64]) -> &[u64] {
         let k = self.plan.bins();
-        self.bins.clear();
-        self.filled.clear();
+        let MinHasher { bins, filled, filled_list, nearest, signature, visits: tables, .. } = self;
+        signature.clear();
         if set.is_empty() {
-            return &self.bins;
+            return signature;
         }
-        self.bins.resize(k, u64::MAX);
-        self.filled.resize(k, false);
+        bins.clear();
+        bins.resize(k, u64::MAX);
+        // Which bins are filled, a bit each: listed by the words' trailing
+        // zeros, f steps for f filled bins (a branch a bin was a coin toss
+        // for the predictor on short posts).
+        filled.clear();
+        filled.resize(k.div_ceil(64), 0);
         for &term in set {
             let h = mix(term ^ TERM_SEED);
             let b = bin_of(h, k);
-            self.filled[b] = true;
-            self.bins[b] = self.bins[b].min(h);
+            filled[b / 64] |= 1 << (b % 64);
+            bins[b] = bins[b].min(h);
+        }
+        filled_list.clear();
+        for (w, &word) in filled.iter().enumerate() {
+            let mut word = word;
+            while word != 0 {
+                filled_list.push(w * 64 + word.trailing_zeros() as usize);
+                word &= word - 1;
+            }
+        }
+        let f = filled_list.len();
+        if f == k {
+            return bins;
         }
         // Optimal densification: an empty bin borrows from the first filled
         // bin its own probe sequence reaches (at least one bin is filled).
-        // The filled bins are listed without a branch a bin: which bins a
-        // short post fills is a coin toss for the branch predictor, and its
-        // misses were a fifth of this function's time.
-        self.filled_list.clear();
-        self.filled_list.resize(k, 0);
-        let mut f = 0;
-        for j in 0..k {
-            self.filled_list[f] = j;
-            f += usize::from(self.filled[j]);
-        }
-        self.filled_list.truncate(f);
-        if f == k {
-            return &self.bins;
-        }
         // Probing costs about K / f mixes per empty bin, which for a post of
         // two or three terms is thousands per document. The tables answer the
         // same question by lookups: for a sparse set, the least first visit
@@ -403,11 +413,13 @@ impl MinHasher {
         // each filled bin's column of first visits with the best so far (f
         // passes over K values, which vectorise); for a denser one, the first
         // filled bin in the order of visits (about K / f lookups a bin, no
-        // mix).
+        // mix). The values are copied into `signature`, apart from `bins`:
+        // written in place, each read had to wait for the writes before it.
         // Borrowed, not cloned: the count of a shared `Arc`, changed by every
         // thread for every set, would move between the cores' caches.
-        let MinHasher { bins, filled, filled_list, nearest, visits: tables, .. } = self;
         let visits: &Visits = tables.get_or_insert_with(|| visits(k));
+        let (bins, filled) = (&bins[..], &filled[..]);
+        let is_filled = |j: usize| filled[j / 64] >> (j % 64) & 1 == 1;
         if f <= SPARSE {
             nearest.clear();
             nearest.resize(k, u32::MAX);
@@ -417,32 +429,45 @@ impl MinHasher {
                     *nearest = (*nearest).min(visit);
                 }
             }
-            // Every bin takes the value of a filled one, its own if it is
-            // filled (no branch, as above; a filled bin is never written).
-            for i in 0..k {
-                let own = 0usize.wrapping_sub(usize::from(filled[i]));
-                let from = (i & own) | ((nearest[i] & BIN_MASK) as usize & !own);
-                bins[i] = bins[from];
+            // A filled bin keeps its own value.
+            for &j in filled_list.iter() {
+                nearest[j] = j as u32;
             }
+            signature.extend(nearest.iter().map(|&from| bins[(from & BIN_MASK) as usize]));
         } else {
-            for i in 0..k {
-                if filled[i] {
-                    continue;
+            signature.extend((0..k).map(|i| match is_filled(i) {
+                true => bins[i],
+                false => {
+                    let row = &visits.order[i * (k - 1)..(i + 1) * (k - 1)];
+                    bins[row.iter().map(|&j| j as usize).find(|&j| is_filled(j)).expect("a filled bin")]
                 }
-                let row = &visits.order[i * (k - 1)..(i + 1) * (k - 1)];
-                let j = row.iter().map(|&j| j as usize).find(|&j| filled[j]).expect("a filled bin");
-                bins[i] = bins[j];
-            }
+            }));
         }
-        bins
+        signature
     }
 
     /// Append the set's band keys (one per band; none for an empty set).
     pub fn keys_into(&mut self, set: &[u64], out: &mut Vec<u64>) {
         let rows = self.plan.rows as usize;
-        for (band, values) in self.signature(set).chunks(rows).enumerate() {
-            let key = values.iter().fold(mix(band as u64 ^ TERM_SEED), |acc, &v| mix(acc ^ v).wrapping_add(v));
-            out.push(key & KEY_MASK);
+        let start = out.len();
+        out.extend_from_slice(&self.seeds);
+        let signature = self.signature(set);
+        if signature.is_empty() {
+            out.truncate(start);
+            return;
+        }
+        let keys = &mut out[start..];
+        // Row by row across the bands: the bands' chains of mixes are
+        // independent, and the core runs them side by side (a band's chain
+        // at a time waited on each mix; both folds give the same keys).
+        for r in 0..rows {
+            for (band, key) in keys.iter_mut().enumerate() {
+                let v = signature[band * rows + r];
+                *key = mix(*key ^ v).wrapping_add(v);
+            }
+        }
+        for key in keys {
+            *key &= KEY_MASK;
         }
     }
 }
