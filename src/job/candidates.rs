@@ -9,7 +9,8 @@ use super::progress::Progress;
 use super::query::{collect, column_u64, scalar_u64, work_table};
 use super::sql::{self, render, table, Param, Statement};
 use super::summary::{BandPlanSummary, Summary};
-use super::in_memory;
+use super::in_memory::{self, HeldCandidates};
+use super::report::NearMisses;
 use super::tables::{components_parquet, create_view, view_without};
 use super::KeepRule;
 use crate::buckets::Listing;
@@ -36,6 +37,9 @@ pub(super) struct NearPairs {
     /// Pairs of fingerprints that passed the check and the policy (table
     /// `near_pairs`).
     pub edges: Vec<(u64, u64)>,
+    /// The report's near misses, when the check in the client counted them
+    /// (else the report counts them, sql/97_near_misses.sql).
+    pub near_misses: Option<NearMisses>,
 }
 
 impl NearPairs {
@@ -75,6 +79,7 @@ impl NearPairs {
             min_shared: join.min_shared(),
             unconfirmed_copies: unconfirmed,
             keep: keep.to_string(),
+            near_misses: self.near_misses,
             ..Summary::default()
         };
         out.put("_work/components.parquet", components_parquet(&components(self.edges))?).await?;
@@ -135,25 +140,25 @@ pub(super) async fn near_pairs(
         false => None,
     };
     let candidates = match &held {
-        Some(pairs) => pairs.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)).count() as u64,
+        Some(held) => held.pairs.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)).count() as u64,
         None => scalar_u64(ctx, "SELECT count(*) FROM (SELECT DISTINCT simhash_a, simhash_b FROM candidates)").await?,
     };
     let sources = sources.join("; ");
     progress.done("join", describe(candidates, &sources));
     progress.begin("verify", None);
-    let checked = match join.verify.measure() {
+    let (checked, near_misses) = match join.verify.measure() {
         // Unchecked candidates are the pairs; their shares of shared text
         // are measured on the anchors (70_pairs.sql).
         None => {
             let unchecked = "SELECT *, CAST(NULL AS DOUBLE) AS shared_a, CAST(NULL AS DOUBLE) AS shared_b FROM candidates";
             create_view(ctx, table::NEAR_PAIRS, unchecked).await?;
-            candidates
+            (candidates, None)
         }
         Some((measure, threshold)) => {
-            check(ctx, out, held.as_deref(), (join.verify, measure, threshold)).await?;
+            let checked = check(ctx, out, held.as_ref(), (join.verify, measure, threshold)).await?;
             let policy = [("min_shared", Param::FloatOrNull(join.min_shared().map(MinShared::value)))];
             create_view(ctx, table::NEAR_PAIRS, &render(sql::KEPT_PAIRS, &policy)).await?;
-            scalar_u64(ctx, "SELECT count(*) FROM checked_pairs").await?
+            checked
         }
     };
     let mut edges = Vec::new();
@@ -161,25 +166,24 @@ pub(super) async fn near_pairs(
         let (a, c) = (column_u64(b, 0)?, column_u64(b, 1)?);
         edges.extend(a.values().iter().copied().zip(c.values().iter().copied()));
     }
-    Ok(NearPairs { plan, candidates, checked, edges })
+    Ok(NearPairs { plan, candidates, checked, edges, near_misses })
 }
 
-/// The check of every candidate into `_work/checked_pairs.parquet`,
-/// registered as `checked_pairs`: by the client when it holds the
-/// candidates (`held`, the work in memory), else by sql/55_verified_pairs.sql.
-async fn check(ctx: &SessionContext, out: &OutputDir, held: Option<&[(u64, u64, i32)]>, (verify, measure, threshold): (Verify, &str, f64)) -> Result<()> {
-    const CHECKED: &str = "_work/checked_pairs.parquet";
-    let path = out.staged(CHECKED);
-    let done = match held {
-        Some(pairs) => in_memory::check(ctx, out, pairs, verify, CHECKED).await?.is_some(),
-        None => false,
-    };
-    if !done {
-        let params = [("path", Param::Text(&path)), ("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))];
-        collect(ctx, &render(sql::VERIFIED_PAIRS, &params)).await?;
+/// The check of every candidate, into the table `checked_pairs`; returns
+/// how many passed. By the client when it holds the candidates (`held`, the
+/// work in memory), which also counts the report's near misses, else by
+/// sql/55_verified_pairs.sql into `_work/checked_pairs.parquet`.
+async fn check(ctx: &SessionContext, out: &OutputDir, held: Option<&HeldCandidates>, (verify, measure, threshold): (Verify, &str, f64)) -> Result<(u64, Option<NearMisses>)> {
+    if let Some(held) = held {
+        if let Some(done) = in_memory::check(ctx, held, verify).await? {
+            return Ok((done.passed, Some(done.near_misses)));
+        }
     }
+    let path = out.staged("_work/checked_pairs.parquet");
+    let params = [("path", Param::Text(&path)), ("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))];
+    collect(ctx, &render(sql::VERIFIED_PAIRS, &params)).await?;
     register_parquet(ctx, table::CHECKED_PAIRS, &path).await?;
-    Ok(())
+    Ok((scalar_u64(ctx, "SELECT count(*) FROM checked_pairs").await?, None))
 }
 
 /// The table `term_sets` (sql/57_term_sets.sql) of tonight's rows (the

@@ -10,8 +10,10 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int32Type, UInt32Type, UInt64Type};
 use datafusion::prelude::SessionContext;
 
-use super::query::{collect, column_u64};
-use super::tables::{candidates_parquet, checked_pairs_parquet, Checked};
+use super::query::{collect, column_u64, register_in_memory};
+use super::report::{NearMissSample, NearMisses};
+use super::sql::table;
+use super::tables::{candidates_parquet, checked_pairs_batch, Checked};
 use crate::buckets::{bucket_pairs, Listing, TermSets};
 use crate::error::{Error, Result};
 use crate::sets::{Evidence, Verify};
@@ -56,9 +58,17 @@ pub(super) async fn bucket_candidates(ctx: &SessionContext, out: &OutputDir, lis
     Ok(true)
 }
 
-/// Every candidate once, `(simhash_a, simhash_b, hamming)` in order, as
-/// the check reads them (`SELECT DISTINCT … FROM candidates`).
-pub(super) async fn distinct_candidates(ctx: &SessionContext) -> Result<Vec<(u64, u64, i32)>> {
+/// The candidates as the client holds them: every one once, `(simhash_a,
+/// simhash_b, hamming)` in order, as the check reads them (`SELECT DISTINCT
+/// … FROM candidates`), and the table's rows (a pair both ways found is on
+/// two).
+pub(super) struct HeldCandidates {
+    pub pairs: Vec<(u64, u64, i32)>,
+    pub rows: u64,
+}
+
+/// The `candidates` table read into the client.
+pub(super) async fn distinct_candidates(ctx: &SessionContext) -> Result<HeldCandidates> {
     let mut pairs = Vec::new();
     for b in &collect(ctx, "SELECT simhash_a, simhash_b, hamming FROM candidates").await? {
         if b.columns().iter().any(|c| c.null_count() > 0) {
@@ -68,9 +78,10 @@ pub(super) async fn distinct_candidates(ctx: &SessionContext) -> Result<Vec<(u64
         let (a, c, h) = (column_u64(b, 0)?, column_u64(b, 1)?, hamming.as_primitive::<Int32Type>().clone());
         pairs.extend(a.values().iter().zip(c.values()).zip(h.values()).map(|((&a, &c), &h)| (a, c, h)));
     }
+    let rows = pairs.len() as u64;
     pairs.sort_unstable();
     pairs.dedup();
-    Ok(pairs)
+    Ok(HeldCandidates { pairs, rows })
 }
 
 /// What the check reads of one term set: its term set, shingle sketch and
@@ -81,14 +92,21 @@ struct Row<'a> {
     vector: Option<Vec<i8>>,
 }
 
-/// The candidates `pairs` checked (sql/55_verified_pairs.sql): those whose
+/// What the check in the client found: how many candidates passed, and the
+/// near misses of the report (what sql/97_near_misses.sql counts).
+pub(super) struct Check {
+    pub passed: u64,
+    pub near_misses: NearMisses,
+}
+
+/// The candidates checked (sql/55_verified_pairs.sql): those whose
 /// similarity by `verify` reaches its threshold, with the share of each
-/// side's shingles found in the other, written to `file` in the work
-/// folder; how many passed. `None`, with nothing written, when a
-/// fingerprint is on two rows of `term_sets` or its vectors are not kept
-/// as the fingerprints keep them.
-pub(super) async fn check(ctx: &SessionContext, out: &OutputDir, pairs: &[(u64, u64, i32)], verify: Verify, file: &str) -> Result<Option<u64>> {
-    let Some((_, threshold)) = verify.measure() else {
+/// side's shingles found in the other, registered in memory as the table
+/// `checked_pairs`. `None`, with nothing registered, when a fingerprint is
+/// on two rows of `term_sets` or its vectors are not kept as the
+/// fingerprints keep them.
+pub(super) async fn check(ctx: &SessionContext, held: &HeldCandidates, verify: Verify) -> Result<Option<Check>> {
+    let Some((measure, threshold)) = verify.measure() else {
         return Err(Error::runtime("the check needs a measure"));
     };
     let batches = collect(ctx, "SELECT simhash, term_set, shingles, vector FROM term_sets").await?;
@@ -121,23 +139,38 @@ pub(super) async fn check(ctx: &SessionContext, out: &OutputDir, pairs: &[(u64, 
             rows.push(Row { terms, shingles: list_values(sketches, sketch_values, r, CHECK, "a shingle sketch")?, vector });
         }
     }
-    let check = |pairs: &[(u64, u64, i32)]| -> Vec<Checked> {
-        let mut kept = Vec::new();
+    let sample = NearMissSample::new(threshold, held.rows);
+    let check = |pairs: &[(u64, u64, i32)]| -> (Vec<Checked>, Vec<u64>) {
+        let (mut kept, mut missed) = (Vec::new(), NearMissSample::empty_counts());
         for &(a, b, hamming) in pairs {
             let (Some(&x), Some(&y)) = (index.get(&a), index.get(&b)) else { continue };
             let (x, y) = (&rows[x as usize], &rows[y as usize]);
-            if let Some(similarity) = similarity(verify, x, y).filter(|&s| s >= threshold) {
+            let Some(similarity) = similarity(verify, x, y) else { continue };
+            if similarity >= threshold {
                 let share = |p: &Row, q: &Row| crate::text::shingles::containment(p.shingles?, q.shingles?);
                 kept.push(Checked { a, b, hamming, similarity, shared: (share(x, y), share(y, x)) });
+            } else if let Some(bin) = sample.takes(b).then(|| sample.bin(similarity)).flatten() {
+                missed[bin] += 1;
             }
         }
-        kept
+        (kept, missed)
     };
     let parts = ctx.state().config().target_partitions().max(1);
-    let chunks: Vec<&[(u64, u64, i32)]> = pairs.chunks(pairs.len().div_ceil(parts).max(1)).collect();
-    let kept: Vec<Checked> = super::query::each_on_its_thread(chunks, |c| Ok(check(c)))?.into_iter().flatten().collect();
-    out.put(file, checked_pairs_parquet(&kept)?).await?;
-    Ok(Some(kept.len() as u64))
+    let chunks: Vec<&[(u64, u64, i32)]> = held.pairs.chunks(held.pairs.len().div_ceil(parts).max(1)).collect();
+    let checked = super::query::each_on_its_thread(chunks, |c| Ok(check(c)))?;
+    let passed = checked.iter().map(|(kept, _)| kept.len() as u64).sum();
+    let mut missed = NearMissSample::empty_counts();
+    for (_, counts) in &checked {
+        missed.iter_mut().zip(counts).for_each(|(total, n)| *total += n);
+    }
+    // Each thread's pairs are a run in order: a partition each (one, empty,
+    // without candidates).
+    let mut partitions = checked.iter().map(|(kept, _)| checked_pairs_batch(kept).map(|b| vec![b])).collect::<Result<Vec<_>>>()?;
+    if partitions.is_empty() {
+        partitions.push(Vec::new());
+    }
+    register_in_memory(ctx, table::CHECKED_PAIRS, &checked_pairs_batch(&[])?.schema(), partitions, &["simhash_a", "simhash_b"])?;
+    Ok(Some(Check { passed, near_misses: sample.near_misses(measure, missed) }))
 }
 
 /// The similarity the check's statement measures: NULL (none) when a side

@@ -138,7 +138,7 @@ pub(super) async fn work_batches(ctx: &SessionContext, out: &crate::storage::Out
 /// the types the engine would read back from a file of them; each
 /// partition's rows in the order of the columns `sorted_by` (see
 /// [`work_table_sorted`]).
-fn register_in_memory(ctx: &SessionContext, name: &str, schema: &Schema, partitions: Vec<Vec<RecordBatch>>, sorted_by: &[&str]) -> Result<()> {
+pub(super) fn register_in_memory(ctx: &SessionContext, name: &str, schema: &Schema, partitions: Vec<Vec<RecordBatch>>, sorted_by: &[&str]) -> Result<()> {
     let schema = as_read_back(schema);
     let partitions: Vec<Vec<RecordBatch>> = partitions.iter().map(|p| p.iter().map(|b| conform(b, &schema)).collect()).collect::<Result<_>>()?;
     if log::log_enabled!(log::Level::Debug) {

@@ -53,6 +53,52 @@ pub struct NearMisses {
     pub sample_stride: u64,
 }
 
+/// How the near misses are counted: one distinct candidate in `stride`
+/// (the residue of the low 20 bits of its `simhash_b`, hash bits) is scored
+/// again, and each below the threshold, within [`NEAR_MISS_REACH`] of it,
+/// counts in its bin. sql/97_near_misses.sql does it in a statement; the
+/// check in the client (src/job/in_memory.rs) as it goes.
+pub(super) struct NearMissSample {
+    pub stride: u64,
+    pub threshold: f64,
+}
+
+impl NearMissSample {
+    /// The sample of a check at `threshold` over `candidates` rows (all of
+    /// them, `count(*) FROM candidates`).
+    pub fn new(threshold: f64, candidates: u64) -> NearMissSample {
+        NearMissSample { stride: candidates.div_ceil(NEAR_MISS_SAMPLE).max(1), threshold }
+    }
+
+    fn low(&self) -> f64 {
+        self.threshold - NEAR_MISS_REACH
+    }
+
+    /// Whether the candidate of fingerprint `simhash_b` is in the sample.
+    pub fn takes(&self, simhash_b: u64) -> bool {
+        (simhash_b & 1_048_575) % self.stride == 0
+    }
+
+    /// The bin of a sampled candidate of `similarity`, if it is a near miss
+    /// (as the statement's `floor`, then the bins there are).
+    pub fn bin(&self, similarity: f64) -> Option<usize> {
+        let missed = similarity < self.threshold && similarity >= self.low();
+        missed.then(|| usize::try_from((similarity / BIN_WIDTH).floor() as i64).ok()).flatten().filter(|&b| b < bins())
+    }
+
+    /// A count for every bin, none yet.
+    pub fn empty_counts() -> Vec<u64> {
+        vec![0; bins()]
+    }
+
+    /// The near misses of a check by `measure`, from the sample's `counts`
+    /// by bin, scaled back by the stride.
+    pub fn near_misses(&self, measure: &str, counts: Vec<u64>) -> NearMisses {
+        let counts = counts.into_iter().map(|n| n * self.stride).collect();
+        NearMisses { measure: measure.into(), threshold: self.threshold, bin_width: BIN_WIDTH, counts, sample_stride: self.stride }
+    }
+}
+
 /// Count the near misses of a run whose `candidates` and `term_sets` are
 /// still registered (before its work files are removed).
 pub(super) async fn near_misses(ctx: &SessionContext, join: &JoinOptions) -> Result<Option<NearMisses>> {
@@ -60,27 +106,26 @@ pub(super) async fn near_misses(ctx: &SessionContext, join: &JoinOptions) -> Res
     if !ctx.table_exist(table::CANDIDATES)? || !ctx.table_exist(table::TERM_SETS)? {
         return Ok(None);
     }
-    let candidates = scalar_u64(ctx, "SELECT count(*) FROM candidates").await?;
-    let stride = candidates.div_ceil(NEAR_MISS_SAMPLE).max(1);
+    let sample = NearMissSample::new(threshold, scalar_u64(ctx, "SELECT count(*) FROM candidates").await?);
     let sql = render(
         sql::NEAR_MISSES,
         &[
-            ("stride", Param::Int(stride)),
+            ("stride", Param::Int(sample.stride)),
             ("bin_width", Param::Float(BIN_WIDTH)),
             ("measure", Param::Text(measure)),
             ("threshold", Param::Float(threshold)),
-            ("low", Param::Float(threshold - NEAR_MISS_REACH)),
+            ("low", Param::Float(sample.low())),
         ],
     );
-    let mut counts = vec![0u64; bins()];
+    let mut counts = NearMissSample::empty_counts();
     for row in rows(&collect(ctx, &sql).await?) {
         if let (Some(bin), Some(n)) = (row[0].int(), row[1].int()) {
-            if let Some(slot) = counts.get_mut(bin as usize) {
-                *slot += n as u64 * stride;
+            if let Some(slot) = usize::try_from(bin).ok().and_then(|b| counts.get_mut(b)) {
+                *slot += n as u64;
             }
         }
     }
-    Ok(Some(NearMisses { measure: measure.into(), threshold, bin_width: BIN_WIDTH, counts, sample_stride: stride }))
+    Ok(Some(sample.near_misses(measure, counts)))
 }
 
 fn bins() -> usize {

@@ -265,10 +265,9 @@ pub(super) struct Checked {
     pub shared: (Option<f64>, Option<f64>),
 }
 
-/// Checked pairs, sorted, as Parquet in the layout
-/// 55_verified_pairs.sql writes.
-pub(super) fn checked_pairs_parquet(pairs: &[Checked]) -> Result<Vec<u8>> {
-    sorted_pairs_parquet(
+/// Checked pairs, sorted, in the columns 55_verified_pairs.sql writes.
+pub(super) fn checked_pairs_batch(pairs: &[Checked]) -> Result<RecordBatch> {
+    sorted_pairs_batch(
         pairs.iter().map(|p| p.a),
         pairs.iter().map(|p| p.b),
         vec![
@@ -280,21 +279,26 @@ pub(super) fn checked_pairs_parquet(pairs: &[Checked]) -> Result<Vec<u8>> {
     )
 }
 
+/// Pairs sorted by `(simhash_a, simhash_b)`, with more `columns`.
+fn sorted_pairs_batch(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64>, columns: Vec<(&str, ArrayRef)>) -> Result<RecordBatch> {
+    let mut fields = vec![Field::new("simhash_a", DataType::UInt64, true), Field::new("simhash_b", DataType::UInt64, true)];
+    fields.extend(columns.iter().map(|(name, c)| Field::new(*name, c.data_type().clone(), true)));
+    let mut arrays: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from_iter_values(a)), Arc::new(UInt64Array::from_iter_values(b))];
+    arrays.extend(columns.into_iter().map(|(_, c)| c));
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
+}
+
 /// Pairs sorted by `(simhash_a, simhash_b)`, with more `columns`, as a work
 /// file the way a statement writes one: uncompressed, and the file's order
 /// in its footer (DataFusion reads it back as the table's order, which the
 /// statements after it use).
 fn sorted_pairs_parquet(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64>, columns: Vec<(&str, ArrayRef)>) -> Result<Vec<u8>> {
-    let mut fields = vec![Field::new("simhash_a", DataType::UInt64, true), Field::new("simhash_b", DataType::UInt64, true)];
-    fields.extend(columns.iter().map(|(name, c)| Field::new(*name, c.data_type().clone(), true)));
-    let schema = Arc::new(Schema::new(fields));
-    let mut arrays: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from_iter_values(a)), Arc::new(UInt64Array::from_iter_values(b))];
-    arrays.extend(columns.into_iter().map(|(_, c)| c));
+    let batch = sorted_pairs_batch(a, b, columns)?;
     let order = (0..2).map(|column_idx| SortingColumn { column_idx, descending: false, nulls_first: false }).collect();
     let props = WriterProperties::builder().set_dictionary_enabled(false).set_sorting_columns(Some(order)).build();
     let mut buffer = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buffer, schema.clone(), Some(props))?;
-    writer.write(&RecordBatch::try_new(schema, arrays)?)?;
+    let mut writer = ArrowWriter::try_new(&mut buffer, batch.schema(), Some(props))?;
+    writer.write(&batch)?;
     writer.close()?;
     Ok(buffer)
 }
