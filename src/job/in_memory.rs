@@ -79,7 +79,8 @@ pub(super) async fn distinct_candidates(ctx: &SessionContext) -> Result<HeldCand
         pairs.extend(a.values().iter().zip(c.values()).zip(h.values()).map(|((&a, &c), &h)| (a, c, h)));
     }
     let rows = pairs.len() as u64;
-    pairs.sort_unstable();
+    // Each file of candidates is in order: the stable sort merges their runs.
+    pairs.sort();
     pairs.dedup();
     Ok(HeldCandidates { pairs, rows })
 }

@@ -11,15 +11,15 @@ use datafusion::prelude::SessionContext;
 use super::candidates::{eligible_without, minhash_expression, near_pairs};
 use super::config::{JoinOptions, KeepRule};
 use super::progress::Progress;
-use super::query::{collect, column_u64, each_on_its_thread, scalar_u64, with_settings, work_table, LATE_MATERIALIZATION};
+use super::query::{collect, column_u64, each_on_its_thread, scalar_u64, with_settings, work_batches, work_table, LATE_MATERIALIZATION};
 use super::sql::{self, render, table, Param};
 use super::summary::Summary;
-use super::tables::{create_view, fingerprint_documents_parquet, materialize, pairs_table, FileMetadata};
+use super::tables::{create_view, fingerprint_documents_batch, materialize, pairs_table, FileMetadata};
 use crate::error::Result;
 use crate::sets::Evidence;
 use crate::udf::term_set::list_values;
 use crate::text::shingles::containment;
-use crate::storage::{register_parquet, OutputDir};
+use crate::storage::OutputDir;
 
 /// One document of a shared fingerprint, as the check sees it: its lists
 /// borrowed from the batches that hold them, and where it is (batch, row).
@@ -208,8 +208,8 @@ async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions) -> 
     let copies = unconfirmed_copies(&batches, join, ctx.state().config().target_partitions())?;
     drop(batches);
     eligible_without(ctx, out, &copies.rejected).await?;
-    out.put("_work/first_copies.parquet", fingerprint_documents_parquet(&copies.firsts)?).await?;
-    register_parquet(ctx, table::FIRST_COPIES, &out.staged("_work/first_copies.parquet")).await?;
+    let firsts = fingerprint_documents_batch(&copies.firsts)?;
+    work_batches(ctx, out, (table::FIRST_COPIES, "_work/first_copies.parquet"), (firsts.schema(), vec![firsts])).await?;
     let path = out.staged("_work/term_sets.parquet");
     let plan = join.candidates.minhash().then_some(join.minhash);
     let params = [("minhash", Param::Sql(&minhash_expression(plan, "t.term_set"))), ("path", Param::Text(&path))];

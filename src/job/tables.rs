@@ -14,7 +14,7 @@ use datafusion::parquet::file::metadata::SortingColumn;
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 
-use super::query::{collect, column_u64, with_settings, LATE_MATERIALIZATION};
+use super::query::{collect, column_u64, with_settings, work_batches, LATE_MATERIALIZATION};
 use super::sql::{self, render, table, Param, Statement};
 use super::summary::{FingerprintSettings, SharedText};
 use crate::error::{Error, Result};
@@ -136,15 +136,15 @@ pub(super) async fn seal(ctx: &SessionContext, path: &str, meta: Option<&FileMet
 }
 
 /// `(source, id)` rows as Parquet.
-fn documents_parquet(rows: &[(String, String)]) -> Result<Vec<u8>> {
+fn documents_batch(rows: &[(String, String)]) -> Result<RecordBatch> {
     let schema = Arc::new(Schema::new(vec![Field::new("source", DataType::Utf8, false), Field::new("id", DataType::Utf8, false)]));
     let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())));
     let ids: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())));
-    write_parquet(schema, vec![sources, ids])
+    Ok(RecordBatch::try_new(schema, vec![sources, ids])?)
 }
 
-/// `(simhash, source, id)` rows as Parquet.
-pub(super) fn fingerprint_documents_parquet(rows: &[(u64, String, String)]) -> Result<Vec<u8>> {
+/// `(simhash, source, id)` rows.
+pub(super) fn fingerprint_documents_batch(rows: &[(u64, String, String)]) -> Result<RecordBatch> {
     let schema = Arc::new(Schema::new(vec![
         Field::new("simhash", DataType::UInt64, false),
         Field::new("source", DataType::Utf8, false),
@@ -153,7 +153,7 @@ pub(super) fn fingerprint_documents_parquet(rows: &[(u64, String, String)]) -> R
     let simhashes: ArrayRef = Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0)));
     let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str())));
     let ids: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.2.as_str())));
-    write_parquet(schema, vec![simhashes, sources, ids])
+    Ok(RecordBatch::try_new(schema, vec![simhashes, sources, ids])?)
 }
 
 /// Record batches of one schema as an in-memory Parquet file.
@@ -317,9 +317,8 @@ pub(super) fn components_parquet(labels: &[(u64, u64)]) -> Result<Vec<u8>> {
 /// Register the view `view`: table `from` without the documents `left_out`
 /// (`source`, `id`), which are kept in the work folder as table `name`.
 pub(super) async fn view_without(ctx: &SessionContext, out: &OutputDir, view: &str, from: &str, name: &str, left_out: &[(String, String)]) -> Result<()> {
-    let file = format!("_work/{name}.parquet");
-    out.put(&file, documents_parquet(left_out)?).await?;
-    register_parquet(ctx, name, &out.staged(&file)).await?;
+    let batch = documents_batch(left_out)?;
+    work_batches(ctx, out, (name, &format!("_work/{name}.parquet")), (batch.schema(), vec![batch])).await?;
     let statement = format!(
         "CREATE VIEW {view} AS SELECT * FROM {from} t WHERE NOT EXISTS (SELECT 1 FROM {name} x WHERE x.source = t.source AND x.id = t.id)"
     );
