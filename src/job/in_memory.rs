@@ -1,11 +1,13 @@
 //! The join's steps that the client does itself when the run's work stays
 //! in memory: the MinHash candidates (src/buckets.rs) and the check of
 //! every candidate, over the term sets where they lie. Each gives what its
-//! statements give (sql/51, 52; sql/55), written where they write it; each
-//! answers `None` or `false` when a table is not as it expects, and the
-//! statements run instead.
+//! statements give (sql/51, 52; sql/55): the candidates written where the
+//! statement writes them, the checked pairs an in-memory table (with the
+//! report's near misses, sql/97, counted on the way). Each answers `None`
+//! or `false` when a table is not as it expects, and the statements run
+//! instead.
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListArray, RecordBatch, UInt64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int32Type, UInt32Type, UInt64Type};
 use datafusion::prelude::SessionContext;
@@ -60,8 +62,8 @@ pub(super) async fn bucket_candidates(ctx: &SessionContext, out: &OutputDir, lis
 
 /// The candidates as the client holds them: every one once, `(simhash_a,
 /// simhash_b, hamming)` in order, as the check reads them (`SELECT DISTINCT
-/// … FROM candidates`), and the table's rows (a pair both ways found is on
-/// two).
+/// … FROM candidates`), and the table's rows (a pair that SimHash and
+/// MinHash both found is on two).
 pub(super) struct HeldCandidates {
     pub pairs: Vec<(u64, u64, i32)>,
     pub rows: u64,
@@ -117,29 +119,9 @@ pub(super) async fn check(ctx: &SessionContext, held: &HeldCandidates, verify: V
         let (sets, sketches) = (cast(b.column(1), &set_type)?, cast(b.column(2), &sketch_type)?);
         columns.push((column_u64(b, 0)?, sets.as_list::<i32>().clone(), sketches.as_list::<i32>().clone(), b.column(3).clone()));
     }
-    let mut rows: Vec<Row> = Vec::new();
-    let mut index: HashKeyed<u32> = HashKeyed::default();
-    for (simhash, sets, sketches, vectors) in &columns {
-        let (set_values, sketch_values) = (sets.values().as_primitive::<UInt64Type>(), sketches.values().as_primitive::<UInt32Type>());
-        // The vectors of a check by cosine, as the fingerprints keep them.
-        let vectors = match (verify.reads_vectors(), vectors.as_fixed_size_binary_opt()) {
-            (false, _) => None,
-            (true, Some(kept)) => Some(kept),
-            (true, None) if vectors.null_count() == vectors.len() => None,
-            (true, None) => return Ok(None),
-        };
-        for r in 0..simhash.len() {
-            if simhash.is_null(r) || index.insert(simhash.value(r), rows.len() as u32).is_some() {
-                return Ok(None);
-            }
-            let terms = list_values(sets, set_values, r, CHECK, "a term set")?;
-            if !verify.reads_vectors() && terms.is_some_and(|t| !t.is_sorted()) {
-                return Err(Error::runtime("set_similarity: term sets must be sorted: build them with term_set"));
-            }
-            let vector = vectors.filter(|v| v.is_valid(r)).map(|v| v.value(r).iter().map(|&b| b as i8).collect());
-            rows.push(Row { terms, shingles: list_values(sketches, sketch_values, r, CHECK, "a shingle sketch")?, vector });
-        }
-    }
+    let Some((rows, index)) = rows_of(&columns, verify)? else {
+        return Ok(None);
+    };
     let sample = NearMissSample::new(threshold, held.rows);
     let check = |pairs: &[(u64, u64, i32)]| -> (Vec<Checked>, Vec<u64>) {
         let (mut kept, mut missed) = (Vec::new(), NearMissSample::empty_counts());
@@ -172,6 +154,40 @@ pub(super) async fn check(ctx: &SessionContext, held: &HeldCandidates, verify: V
     }
     register_in_memory(ctx, table::CHECKED_PAIRS, &checked_pairs_batch(&[])?.schema(), partitions, &["simhash_a", "simhash_b"])?;
     Ok(Some(Check { passed, near_misses: sample.near_misses(measure, missed) }))
+}
+
+/// A batch of `term_sets` as the check reads it: fingerprints, term sets,
+/// shingle sketches, vectors.
+type Columns = (UInt64Array, ListArray, ListArray, ArrayRef);
+
+/// The rows of `term_sets`, with each fingerprint's row; `None` when a
+/// fingerprint is on two rows or the vectors are not kept as the
+/// fingerprints keep them.
+fn rows_of(columns: &[Columns], verify: Verify) -> Result<Option<(Vec<Row<'_>>, HashKeyed<u32>)>> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut index: HashKeyed<u32> = HashKeyed::default();
+    for (simhash, sets, sketches, vectors) in columns {
+        let (set_values, sketch_values) = (sets.values().as_primitive::<UInt64Type>(), sketches.values().as_primitive::<UInt32Type>());
+        // The vectors of a check by cosine, as the fingerprints keep them.
+        let vectors = match (verify.reads_vectors(), vectors.as_fixed_size_binary_opt()) {
+            (false, _) => None,
+            (true, Some(kept)) => Some(kept),
+            (true, None) if vectors.null_count() == vectors.len() => None,
+            (true, None) => return Ok(None),
+        };
+        for r in 0..simhash.len() {
+            if simhash.is_null(r) || index.insert(simhash.value(r), rows.len() as u32).is_some() {
+                return Ok(None);
+            }
+            let terms = list_values(sets, set_values, r, CHECK, "a term set")?;
+            if !verify.reads_vectors() && terms.is_some_and(|t| !t.is_sorted()) {
+                return Err(Error::runtime("set_similarity: term sets must be sorted: build them with term_set"));
+            }
+            let vector = vectors.filter(|v| v.is_valid(r)).map(|v| v.value(r).iter().map(|&b| b as i8).collect());
+            rows.push(Row { terms, shingles: list_values(sketches, sketch_values, r, CHECK, "a shingle sketch")?, vector });
+        }
+    }
+    Ok(Some((rows, index)))
 }
 
 /// The similarity the check's statement measures: NULL (none) when a side
