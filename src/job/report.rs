@@ -588,3 +588,25 @@ fn value(column: &dyn Array, row: usize) -> Value {
         Err(_) => Value::Null,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::NearMissSample;
+
+    #[test]
+    fn near_misses_are_sampled_and_binned_as_the_statement_does() {
+        // 250,000 candidate rows: one in three scored.
+        let sample = NearMissSample::new(0.5, 250_000);
+        assert_eq!(sample.stride, 3);
+        assert!(sample.takes(3 << 20 | 6) && !sample.takes(7));
+        // Bins of 0.02 within 0.2 below the threshold; passing pairs and
+        // those further below are no near misses.
+        assert_eq!(sample.bin(0.49), Some(24));
+        assert_eq!(sample.bin(0.3), Some(15));
+        assert_eq!((sample.bin(0.5), sample.bin(0.29), sample.bin(f64::NAN)), (None, None, None));
+        // A cosine below zero has no bin (the statement's bin is negative).
+        assert_eq!(NearMissSample::new(0.1, 1).bin(-0.05), None);
+        let missed = sample.near_misses("jaccard", vec![1; 51]);
+        assert_eq!((missed.counts[0], missed.sample_stride, missed.bin_width), (3, 3, 0.02));
+    }
+}

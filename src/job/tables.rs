@@ -135,7 +135,7 @@ pub(super) async fn seal(ctx: &SessionContext, path: &str, meta: Option<&FileMet
     crate::storage::footer::rewrite_footer(ctx, path, json.as_deref().map(|j| (METADATA_KEY, j))).await
 }
 
-/// `(source, id)` rows as Parquet.
+/// `(source, id)` rows.
 fn documents_batch(rows: &[(String, String)]) -> Result<RecordBatch> {
     let schema = Arc::new(Schema::new(vec![Field::new("source", DataType::Utf8, false), Field::new("id", DataType::Utf8, false)]));
     let sources: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str())));
