@@ -139,19 +139,15 @@ pub(super) async fn check(ctx: &SessionContext, held: &HeldCandidates, verify: V
         (kept, missed)
     };
     let parts = ctx.state().config().target_partitions().max(1);
-    let chunks: Vec<&[(u64, u64, i32)]> = held.pairs.chunks(held.pairs.len().div_ceil(parts).max(1)).collect();
-    let checked = super::query::each_on_its_thread(chunks, |c| Ok(check(c)))?;
+    let ranges = crate::parallel::cut(held.pairs.len(), parts, |_| 1);
+    let checked = super::query::each_on_its_thread(ranges, |range| Ok(check(&held.pairs[range])))?;
     let passed = checked.iter().map(|(kept, _)| kept.len() as u64).sum();
     let mut missed = NearMissSample::empty_counts();
     for (_, counts) in &checked {
         missed.iter_mut().zip(counts).for_each(|(total, n)| *total += n);
     }
-    // Each thread's pairs are a run in order: a partition each (one, empty,
-    // without candidates).
-    let mut partitions = checked.iter().map(|(kept, _)| checked_pairs_batch(kept).map(|b| vec![b])).collect::<Result<Vec<_>>>()?;
-    if partitions.is_empty() {
-        partitions.push(Vec::new());
-    }
+    // Each thread's pairs are a run in order: a partition each.
+    let partitions = checked.iter().map(|(kept, _)| checked_pairs_batch(kept).map(|b| vec![b])).collect::<Result<Vec<_>>>()?;
     register_in_memory(ctx, table::CHECKED_PAIRS, &checked_pairs_batch(&[])?.schema(), partitions, &["simhash_a", "simhash_b"])?;
     Ok(Some(Check { passed, near_misses: sample.near_misses(measure, missed) }))
 }
