@@ -72,3 +72,37 @@ fn work_tables_in_memory_or_on_disk_give_the_same_bytes() {
         assert_eq!(missed > 0, near_misses, "the sample's near misses ({verify}: {missed})");
     }
 }
+
+#[test]
+fn copies_left_out_in_memory_or_on_disk_are_the_same() {
+    // The check of each shared fingerprint's copies, and the table of term
+    // sets that stand for the fingerprints: made by the client from one
+    // read of the fingerprints when the work stays in memory
+    // (src/job/copies.rs), by sql/56_unconfirmed_copies.sql and
+    // sql/57_term_sets_one_shot.sql under a memory limit. Real posts whose
+    // shared fingerprints hold copies the check leaves out, under three
+    // checks of copies: term sets, term sets and shared text, vectors.
+    let Some(posts) = shared_data("weibo_original.parquet") else { return };
+    let posts = posts.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (settings, left_out) in [(&["--verify", "jaccard:0.5"][..], 2), (&["--min-shared", "0.5"][..], 1), (&["--verify", "cosine:0.9"][..], 2)] {
+        let run = |name: &str, limit: &[&str]| {
+            let out = dir.path().join(format!("{name}{}", settings.join("")));
+            let mut args = vec!["dedup", "-q", "-i", posts, "-o", out.to_str().unwrap()];
+            args.extend_from_slice(settings);
+            args.extend_from_slice(limit);
+            ok(&neardup(&args));
+            out
+        };
+        let (memory, disk) = (run("memory", &[]), run("disk", &["--memory-limit", "1G"]));
+        for out in [&memory, &disk] {
+            assert_eq!(summary(out)["unconfirmed_copies"], left_out, "copies left out ({settings:?})");
+        }
+        for name in ["fingerprints", "pairs", "clusters"] {
+            let file = format!("{name}/part-00000.parquet");
+            let bytes = std::fs::read(memory.join(&file)).unwrap();
+            assert_eq!(bytes, std::fs::read(disk.join(&file)).unwrap(), "{file} differs between the check in memory and on disk ({settings:?})");
+        }
+        assert_eq!(summary(&memory)["candidate_pairs"], summary(&disk)["candidate_pairs"]);
+    }
+}

@@ -4,6 +4,7 @@
 mod candidates;
 mod config;
 mod context;
+mod copies;
 mod in_memory;
 mod inputs;
 mod line_set;

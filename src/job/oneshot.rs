@@ -16,6 +16,7 @@ use super::sql::{self, render, table, Param};
 use super::summary::Summary;
 use super::tables::{create_view, fingerprint_documents_batch, materialize, pairs_table, FileMetadata};
 use crate::error::Result;
+use crate::minhash::MinHashPlan;
 use crate::sets::Evidence;
 use crate::udf::term_set::list_values;
 use crate::text::shingles::containment;
@@ -40,40 +41,43 @@ impl Member<'_> {
 }
 
 /// The check's name in errors about the lists it reads.
-const CHECK: &str = "the check of shared fingerprints (56_unconfirmed_copies.sql)";
+const CHECK: &str = "the check of shared fingerprints' copies";
 
-/// What the check of the shared fingerprints' copies found: the copies it
-/// left out, and each shared fingerprint's first copy by (source, id) among
-/// those it kept (the document that stands for the fingerprint).
-struct CheckedCopies {
-    rejected: Vec<(String, String)>,
-    firsts: Vec<(u64, String, String)>,
+/// Where a row of the check's batches is: (batch, row).
+pub(super) type At = (usize, usize);
+
+/// What the check of the shared fingerprints' copies found, by place in its
+/// batches: the copies it left out, and each shared fingerprint's first
+/// copy by (source, id) among those it kept (the document that stands for
+/// the fingerprint), in the order of the groups.
+pub(super) struct CheckedCopies {
+    pub rejected: Vec<At>,
+    pub firsts: Vec<(u64, At)>,
 }
 
-/// The check of each group of copies, from rows `(simhash, source, id,
-/// term_set, shingles, vector)` ordered by simhash, source, id: the
+/// The check of each group of copies, over rows `(simhash, source, id,
+/// term_set, shingles, vector)` of `batches` taken in `order`, which lists
+/// the copies of each shared fingerprint together, by (source, id): the
 /// documents left out of their group (the term sets or SimHash vectors, and
 /// the shared text under a policy), and each group's first kept document.
-fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions, threads: usize) -> Result<CheckedCopies> {
+pub(super) fn unconfirmed_copies(batches: &[RecordBatch], order: &[At], join: &JoinOptions, threads: usize) -> Result<CheckedCopies> {
     // Sketches are read only when a policy compares them.
     let policy = join.min_shared();
     let reads_vectors = join.verify.reads_vectors();
     let set_type = crate::udf::term_set::set_type();
-    let lists = batches.iter().map(|b| Ok((cast(b.column(3), &set_type)?, cast(b.column(4), &crate::udf::sketch_type())?))).collect::<Result<Vec<_>>>()?;
-    let mut rows: Vec<Member> = Vec::new();
-    for (n, (b, (sets, sketches))) in batches.iter().zip(&lists).enumerate() {
-        let simhash = column_u64(b, 0)?;
+    let lists = batches.iter().map(|b| Ok((column_u64(b, 0)?, cast(b.column(3), &set_type)?, cast(b.column(4), &crate::udf::sketch_type())?))).collect::<Result<Vec<_>>>()?;
+    let mut rows: Vec<Member> = Vec::with_capacity(order.len());
+    for &(n, r) in order {
+        let (b, (simhash, sets, sketches)) = (&batches[n], &lists[n]);
         let (sets, sketches) = (sets.as_list::<i32>(), sketches.as_list::<i32>());
         let (set_items, sketch_items) = (sets.values().as_primitive::<UInt64Type>(), sketches.values().as_primitive::<UInt32Type>());
+        let shingles = match policy {
+            Some(_) => list_values(sketches, sketch_items, r, CHECK, "a shingle sketch")?,
+            None => None,
+        };
         let vectors = b.column(5).as_fixed_size_binary();
-        for r in 0..b.num_rows() {
-            let shingles = match policy {
-                Some(_) => list_values(sketches, sketch_items, r, CHECK, "a shingle sketch")?,
-                None => None,
-            };
-            let vector = (reads_vectors && vectors.is_valid(r)).then(|| vectors.value(r).iter().map(|&b| b as i8).collect());
-            rows.push(Member { simhash: simhash.value(r), at: (n, r), term_set: list_values(sets, set_items, r, CHECK, "a term set")?.unwrap_or(&[]), shingles, vector });
-        }
+        let vector = (reads_vectors && vectors.is_valid(r)).then(|| vectors.value(r).iter().map(|&b| b as i8).collect());
+        rows.push(Member { simhash: simhash.value(r), at: (n, r), term_set: list_values(sets, set_items, r, CHECK, "a term set")?.unwrap_or(&[]), shingles, vector });
     }
     let similar = |a: &&Member, b: &&Member| {
         join.verify.passes(a.evidence(), b.evidence())
@@ -103,9 +107,6 @@ fn unconfirmed_copies(batches: &[RecordBatch], join: &JoinOptions, threads: usiz
         rejected.extend(r);
         firsts.extend(f);
     }
-    let mut names = Names::new(batches);
-    let rejected = rejected.into_iter().map(|at| names.of(at)).collect::<Result<_>>()?;
-    let firsts = firsts.into_iter().map(|(simhash, at)| names.of(at).map(|(source, id)| (simhash, source, id))).collect::<Result<_>>()?;
     Ok(CheckedCopies { rejected, firsts })
 }
 
@@ -125,17 +126,17 @@ fn first_kept(left_out: &[usize]) -> usize {
 
 /// The (source, id) of rows of the check's batches. Only the batches that
 /// hold a row asked for are cast.
-struct Names<'a> {
+pub(super) struct Names<'a> {
     batches: &'a [RecordBatch],
     ids: Vec<Option<(ArrayRef, ArrayRef)>>,
 }
 
 impl<'a> Names<'a> {
-    fn new(batches: &'a [RecordBatch]) -> Self {
+    pub(super) fn new(batches: &'a [RecordBatch]) -> Self {
         Names { batches, ids: vec![None; batches.len()] }
     }
 
-    fn of(&mut self, (n, r): (usize, usize)) -> Result<(String, String)> {
+    pub(super) fn of(&mut self, (n, r): At) -> Result<(String, String)> {
         let (source, id) = match &self.ids[n] {
             Some(columns) => columns,
             None => self.ids[n].insert((cast(self.batches[n].column(1), &DataType::Utf8)?, cast(self.batches[n].column(2), &DataType::Utf8)?)),
@@ -196,25 +197,42 @@ pub(super) async fn join_stages(
 
 /// The documents that take part (view `eligible`): all, or with a check all
 /// but the copies a shared fingerprint's largest consistent subgroup leaves
-/// out (sql/56_unconfirmed_copies.sql), and then the term sets that stand
-/// for the fingerprints (sql/57_term_sets_one_shot.sql). Returns how many
-/// copies were left out.
+/// out; with the check also the table `term_sets` of the term sets that
+/// stand for the fingerprints. Returns how many copies were left out.
 async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions) -> Result<u64> {
     if join.verify.measure().is_none() {
         create_view(ctx, table::ELIGIBLE, "SELECT * FROM fingerprints").await?;
         return Ok(0);
     }
+    let (threads, plan) = (ctx.state().config().target_partitions(), join.candidates.minhash().then_some(join.minhash));
+    // In memory the client does the two statements' work from one read.
+    let rejected = match crate::session::work_in_memory(ctx) {
+        true => super::copies::term_sets_one_shot(ctx, join, plan, threads).await?,
+        false => term_sets_by_statements(ctx, out, join, plan, threads).await?,
+    };
+    eligible_without(ctx, out, &rejected).await?;
+    Ok(rejected.len() as u64)
+}
+
+/// The copies of each shared fingerprint (sql/56_unconfirmed_copies.sql)
+/// checked, and the table `term_sets` (sql/57_term_sets_one_shot.sql) of
+/// their first kept copies and the lone documents; returns the (source, id)
+/// of the copies left out.
+async fn term_sets_by_statements(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions, plan: Option<MinHashPlan>, threads: usize) -> Result<Vec<(String, String)>> {
     let batches = collect(ctx, &render(sql::UNCONFIRMED_COPIES, &[])).await?;
-    let copies = unconfirmed_copies(&batches, join, ctx.state().config().target_partitions())?;
+    // The statement gives the copies in order.
+    let order: Vec<At> = batches.iter().enumerate().flat_map(|(n, b)| (0..b.num_rows()).map(move |r| (n, r))).collect();
+    let copies = unconfirmed_copies(&batches, &order, join, threads)?;
+    let mut names = Names::new(&batches);
+    let rejected = copies.rejected.into_iter().map(|at| names.of(at)).collect::<Result<_>>()?;
+    let firsts = copies.firsts.into_iter().map(|(simhash, at)| names.of(at).map(|(source, id)| (simhash, source, id))).collect::<Result<Vec<_>>>()?;
     drop(batches);
-    eligible_without(ctx, out, &copies.rejected).await?;
-    let firsts = fingerprint_documents_batch(&copies.firsts)?;
+    let firsts = fingerprint_documents_batch(&firsts)?;
     work_batches(ctx, out, (table::FIRST_COPIES, "_work/first_copies.parquet"), (firsts.schema(), vec![firsts])).await?;
     let path = out.staged("_work/term_sets.parquet");
-    let plan = join.candidates.minhash().then_some(join.minhash);
     let params = [("minhash", Param::Sql(&minhash_expression(plan, "t.term_set"))), ("path", Param::Text(&path))];
     work_table(ctx, &render(sql::TERM_SETS_ONE_SHOT, &params), &path, table::TERM_SETS).await?;
-    Ok(copies.rejected.len() as u64)
+    Ok(rejected)
 }
 
 /// Stage `clusters` (sql/60_clusters.sql): returns the clusters and the

@@ -55,6 +55,7 @@ impl Stage {
             Stage::Fingerprints => &[sql::FINGERPRINTS],
             Stage::Pairs => &[
                 sql::UNCONFIRMED_COPIES,
+                sql::COPIES_IN_MEMORY,
                 sql::TERM_SETS_ONE_SHOT,
                 sql::NEAR_PAIRS,
                 sql::NEAR_PAIRS_BY_SORT,

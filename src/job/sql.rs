@@ -106,6 +106,7 @@ statement!(SHARED_KEYS_BY_SORT, "51_shared_keys_by_sort.sql", ["path"], reads [t
 statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold", "path"], reads [table::MINHASH_BUCKETS, table::TERM_SETS]);
 statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
 statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", [], reads [table::FINGERPRINTS]);
+statement!(COPIES_IN_MEMORY, "56_copies_in_memory.sql", [], reads [table::FINGERPRINTS]);
 statement!(TERM_SETS, "57_term_sets.sql", ["tonight", "path"], reads [table::FINGERPRINTS, table::STORED_TERM_SETS]);
 statement!(TERM_SETS_ONE_SHOT, "57_term_sets_one_shot.sql", ["minhash", "path"], reads [table::FINGERPRINTS, table::FIRST_COPIES]);
 statement!(KEPT_PAIRS, "58_kept_pairs.sql", ["min_shared"], reads [table::CHECKED_PAIRS]);
@@ -139,6 +140,7 @@ pub const ALL: &[Statement] = &[
     SHARED_KEYS_BY_SORT,
     MINHASH_CANDIDATES,
     VERIFIED_PAIRS,
+    COPIES_IN_MEMORY,
     UNCONFIRMED_COPIES,
     TERM_SETS,
     TERM_SETS_ONE_SHOT,
