@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::prelude::SessionContext;
 
 use super::config::JoinOptions;
-use super::oneshot::{unconfirmed_copies, At, Names};
+use super::oneshot::{unconfirmed_copies, At};
 use super::query::{collect, column_u64, each_on_its_thread, register_in_memory};
 use super::sql::{self, render, table};
 use crate::error::{Error, Result};
@@ -33,7 +33,14 @@ const VECTOR: usize = 5;
 pub(super) async fn term_sets_one_shot(ctx: &SessionContext, join: &JoinOptions, plan: Option<MinHashPlan>, threads: usize) -> Result<Vec<(String, String)>> {
     let batches = collect(ctx, &render(sql::COPIES_IN_MEMORY, &[])).await?;
     let started = std::time::Instant::now();
-    let rows = by_fingerprint(&batches, threads)?;
+    // The (source, id) of every row, read where they lie: for the order of
+    // copies, and the names of those left out.
+    let names = batches.iter().map(|b| Ok((cast(b.column(1), &DataType::Utf8View)?, cast(b.column(2), &DataType::Utf8View)?))).collect::<Result<Vec<_>>>()?;
+    let name = |(n, r): At| {
+        let (source, id) = &names[n];
+        (source.as_string_view().value(r), id.as_string_view().value(r))
+    };
+    let rows = by_fingerprint(&batches, threads, name)?;
     let groups: Vec<&[(u64, At)]> = rows.chunk_by(|a, b| a.0 == b.0).collect();
     let copies: Vec<At> = groups.iter().filter(|g| g.len() > 1).flat_map(|g| g.iter().map(|row| row.1)).collect();
     let checked = unconfirmed_copies(&batches, &copies, join, threads)?;
@@ -50,8 +57,8 @@ pub(super) async fn term_sets_one_shot(ctx: &SessionContext, join: &JoinOptions,
             },
         });
     }
-    let mut names = Names::new(&batches);
-    let rejected = checked.rejected.into_iter().map(|at| names.of(at)).collect::<Result<_>>()?;
+    let rejected = checked.rejected.into_iter().map(|at| name(at)).map(|(source, id)| (source.to_string(), id.to_string())).collect();
+    drop(names);
     register_term_sets(ctx, batches, &standing, plan, threads).await?;
     give_back_freed_memory();
     log::debug!("{:>6} ms  the copies of {} shared fingerprints checked, term_sets made", started.elapsed().as_millis(), checked.firsts.len());
@@ -71,8 +78,9 @@ fn give_back_freed_memory() {
 }
 
 /// Every row of `batches` with its fingerprint, in the order of
-/// sql/56_unconfirmed_copies.sql: by fingerprint, then (source, id).
-fn by_fingerprint(batches: &[RecordBatch], threads: usize) -> Result<Vec<(u64, At)>> {
+/// sql/56_unconfirmed_copies.sql: by fingerprint, then (source, id) as
+/// `name` gives them.
+fn by_fingerprint<'a>(batches: &[RecordBatch], threads: usize, name: impl Fn(At) -> (&'a str, &'a str)) -> Result<Vec<(u64, At)>> {
     // A row's key: its fingerprint, then where it is (a batch holds fewer
     // than 2^32 rows), sorted on every core; the stable sort then merges the
     // sorted runs.
@@ -88,12 +96,7 @@ fn by_fingerprint(batches: &[RecordBatch], threads: usize) -> Result<Vec<(u64, A
     crate::parallel::on_threads(keys.chunks_mut(share).collect(), |run| run.sort_unstable());
     keys.sort();
     let mut rows: Vec<(u64, At)> = keys.into_iter().map(|k| ((k >> 64) as u64, ((k >> 32) as u32 as usize, k as u32 as usize))).collect();
-    // Only copies need their names: the strings are compared within groups.
-    let names = batches.iter().map(|b| Ok((cast(b.column(1), &DataType::Utf8View)?, cast(b.column(2), &DataType::Utf8View)?))).collect::<Result<Vec<_>>>()?;
-    let name = |(n, r): At| {
-        let (source, id) = &names[n];
-        (source.as_string_view().value(r), id.as_string_view().value(r))
-    };
+    // The names are compared only within groups of copies.
     for group in rows.chunk_by_mut(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
         group.sort_by(|a, b| name(a.1).cmp(&name(b.1)));
     }
