@@ -16,9 +16,11 @@
 -- NULL fingerprint and never takes part in the join.
 -- term_set keeps all of a document's distinct term hashes, sorted: the set
 -- that candidate verification compares. minhash holds its MinHash LSH band
--- keys ({{minhash}}: minhash_keys with the run's bands × rows, or NULL when
--- candidates do not include MinHash), computed here once per document in
--- O(terms) and kept, so no later stage or night hashes a term set again.
+-- keys in a store's runs ({{minhash}}: minhash_keys with the run's bands ×
+-- rows), computed here once per document in O(terms) and kept, so no later
+-- night hashes a stored term set again. It is NULL in a one-shot run, which
+-- computes the keys of its distinct fingerprints only, when it makes
+-- term_sets, and without MinHash candidates.
 -- shingles is the shingle sketch made with the terms (20_terms.sql), and
 -- vector the 64 votes before the sign step, at 8 bits: what SimHash-cosine
 -- (--verify cosine:T) compares instead of the term sets, made only when

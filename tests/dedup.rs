@@ -386,6 +386,17 @@ fn candidates_checks_and_boilerplate_lines() {
     let report = score(&minhash);
     assert_eq!(report["pairs"]["precision"], 1.0);
     assert!(report["pairs"]["recall"].as_f64().unwrap() >= 0.95, "{report}");
+    // A one-shot run computes the band keys of its distinct fingerprints
+    // and keeps none (a store's runs keep them: tests/nightly.rs); `pairs`
+    // over its fingerprints computes them alike and finds the same pairs.
+    let fingerprints = read_dir(&minhash.join("fingerprints"));
+    assert_eq!(fingerprints.iter().map(|b| b.column_by_name("minhash").unwrap().null_count()).sum::<usize>(), 507);
+    assert!(footer(&minhash.join("fingerprints/part-00000.parquet")).get("minhash").is_none());
+    let again = dir.path().join("again");
+    let f = minhash.join("fingerprints");
+    ok(&neardup(&["pairs", "-q", "--fingerprints", f.to_str().unwrap(), "-o", again.to_str().unwrap(), "--candidates", "minhash"]));
+    assert_eq!(pairs(&again), pairs(&minhash));
+    assert!(pairs(&again).len() >= 60);
 
     let bad = dir.path().join("bad");
     exits_with(&dedup(&bad, &["--candidates", "minhash", "--verify", "none"]), 2, &["must be checked", "--verify"]);

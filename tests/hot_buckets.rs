@@ -34,7 +34,11 @@ struct Found {
 async fn minhash_pairs(fingerprints: &Path, split: bool, hot: u64, work: &Path) -> Found {
     let ctx = neardup::session::new_context(&Default::default()).unwrap();
     let all = fingerprints.display().to_string();
-    neardup::storage::register_parquet(&ctx, "everything", &all).await.unwrap();
+    neardup::storage::register_parquet(&ctx, "fingerprinted", &all).await.unwrap();
+    // A one-shot run's fingerprints leave their MinHash keys NULL; a store's
+    // runs keep the keys this computes.
+    let keys = "CREATE VIEW everything AS SELECT * REPLACE (minhash_keys(term_set, 32, 4) AS minhash) FROM fingerprinted";
+    ctx.sql(keys).await.unwrap().collect().await.unwrap();
     // A night: the posts of even fingerprint are tonight's, the rest stored.
     let (tonight, stored) = if split { ("simhash % 2 = 0", "simhash % 2 = 1") } else { ("true", "false") };
     for view in [

@@ -91,6 +91,17 @@ impl Job {
     pub fn minhash(&self) -> Option<MinHashPlan> {
         self.spec.join.candidates.minhash().then_some(self.spec.join.minhash)
     }
+
+    /// The MinHash plan of the keys the fingerprints keep (their `minhash`
+    /// column): a store's runs keep them, so that no later night hashes a
+    /// stored term set again. A one-shot run computes them for its distinct
+    /// fingerprints when it makes `term_sets` (copies.rs,
+    /// 57_term_sets_one_shot.sql), and never reads the column: there it is
+    /// NULL. Writing 32 keys a document took about half of Weibo's
+    /// fingerprint stage (docs/performance.md).
+    pub fn kept_minhash(&self) -> Option<MinHashPlan> {
+        self.minhash().filter(|_| self.spec.store.is_some())
+    }
 }
 
 /// What every stage of one run shares.

@@ -164,12 +164,11 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
     run.progress.begin("fingerprints", Some(corpus_n));
     let model = idf.model.as_ref();
     let fp_path = run.out.staged("fingerprints/part-00000.parquet");
-    let minhash = run.job.minhash();
     let meta = FileMetadata {
         settings: run.job.settings.clone(),
         idf_n_docs: idf.summary.as_ref().map(|i| i.n_docs),
         idf_model: None,
-        minhash,
+        minhash: run.job.minhash(),
         shingles: Some(crate::text::shingles::SKETCH_SCHEME.into()),
         vectors: run.job.vector_scheme(),
         min_shared: run.job.spec.join.min_shared(),
@@ -182,11 +181,14 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
         ("weighting", Param::Text(&fp.weighting.to_string())),
         ("formula", Param::Text(fp.idf.as_str())),
         ("top_k", Param::IntOrNull(fp.top_k.map(|k| k as u64))),
-        ("minhash", Param::Sql(&minhash_expression(minhash, "term_set"))),
+        ("minhash", Param::Sql(&minhash_expression(run.job.kept_minhash(), "term_set"))),
         ("with_vector", Param::Bool(run.job.vectors)),
         ("keep_key", Param::Sql(run.job.keep_key())),
     ];
-    materialize(run.ctx, sql::FINGERPRINTS, &params, &fp_path, table::FINGERPRINTS, Some(&meta)).await?;
+    // The fingerprints' footer names the keys they hold; the later outputs',
+    // the plan the candidates were found with.
+    let fp_meta = FileMetadata { minhash: run.job.kept_minhash(), ..meta.clone() };
+    materialize(run.ctx, sql::FINGERPRINTS, &params, &fp_path, table::FINGERPRINTS, Some(&fp_meta)).await?;
     // Nothing reads the terms after this: held in memory, they go now.
     run.ctx.deregister_table(table::TERMS)?;
     run.progress.done("fingerprints", format!("weighting {}", fp.weighting));
