@@ -178,23 +178,28 @@ async fn store(command: StoreCommand) -> Result<(), Error> {
     }
 }
 
-/// One malloc arena a core. glibc gives threads their own heaps (arenas), up
+/// Two malloc arenas a core. glibc gives threads their own heaps (arenas), up
 /// to eight a core, and memory freed in one serves only the threads of that
 /// one: the short-lived threads of a run (sorts, the fetch, the probe) each
 /// kept the peak of their arena resident. Weibo's whole run peaked at
-/// 0.99–1.09 GB, against 0.79–0.85 GB with one arena a core, at the same
-/// speed (docs/performance.md). `MALLOC_ARENA_MAX`, when set, wins.
-fn one_malloc_arena_a_core() {
+/// 0.99–1.09 GB, against 0.79–0.85 GB with one arena a core
+/// (docs/performance.md). But with one a core, in about half of the runs two
+/// busy threads shared an arena: their mallocs waited on its lock (Weibo:
+/// segmentation 2.6–2.9 s against 1.7–1.9 s, the cores 1.65 busy instead of
+/// 2.0). Two a core leave every busy thread a heap of its own at 0.80–0.83 GB.
+/// `MALLOC_ARENA_MAX`, when set, wins.
+fn two_malloc_arenas_a_core() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let arenas = i32::try_from(cores.saturating_mul(2)).unwrap_or(i32::MAX);
         // SAFETY: mallopt tunes the allocator only; it runs before any other thread exists.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, i32::try_from(cores).unwrap_or(i32::MAX)) };
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, arenas) };
     }
 }
 
 fn main() -> ExitCode {
-    one_malloc_arena_a_core();
+    two_malloc_arenas_a_core();
     let cli = Cli::parse();
     // Deep plans are decoded recursively on a cluster: give threads room.
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().thread_stack_size(16 << 20).build() {
