@@ -186,7 +186,7 @@ async fn store(command: StoreCommand) -> Result<(), Error> {
 /// (docs/performance.md). But with one a core, in about half of the runs two
 /// busy threads shared an arena: their mallocs waited on its lock (Weibo:
 /// segmentation 2.6–2.9 s against 1.7–1.9 s, the cores 1.65 busy instead of
-/// 2.0). Two a core leave every busy thread a heap of its own at 0.80–0.83 GB.
+/// 2.0). With two a core it took 1.8–2.0 s in every run, at 0.80–0.83 GB.
 /// `MALLOC_ARENA_MAX`, when set, wins.
 fn two_malloc_arenas_a_core() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -156,8 +156,8 @@ pub(super) async fn corpus_df_stage(run: &mut Run<'_>, corpus_n: u64) -> Result<
     Ok(Idf { summary: Some(IdfSummary { source, n_docs, terms, saved_to: fp.save_idf_model.clone() }), model })
 }
 
-/// Stage `fingerprints`: weights, SimHash fingerprints and MinHash keys,
-/// into `fingerprints/`; returns the metadata its files carry (with the
+/// Stage `fingerprints`: weights, SimHash fingerprints and, in a store's
+/// runs, MinHash keys, into `fingerprints/`; returns the metadata its files carry (with the
 /// identity of `boilerplate`, the lines segmentation dropped).
 pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u64, boilerplate: Option<&LineSet>) -> Result<FileMetadata> {
     let fp = &run.job.spec.fingerprint;
