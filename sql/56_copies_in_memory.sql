@@ -1,6 +1,6 @@
 -- Stage 4a, with verification, when the run's work stays in memory: every
 -- fingerprinted document with what the check of copies reads, read once
--- into the client (job/in_memory.rs, term_sets_one_shot). The client finds
+-- into the client (job/copies.rs, term_sets_one_shot). The client finds
 -- the shared fingerprints, checks their copies in (source, id) order as it
 -- checks the groups of 56_unconfirmed_copies.sql, and makes the table
 -- `term_sets` of 57_term_sets_one_shot.sql itself: one read of the

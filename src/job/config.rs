@@ -253,6 +253,11 @@ impl Default for JoinOptions {
 }
 
 impl JoinOptions {
+    /// The MinHash plan, when MinHash finds candidates.
+    pub fn minhash_plan(&self) -> Option<MinHashPlan> {
+        self.candidates.minhash().then_some(self.minhash)
+    }
+
     /// The duplication policy the run applies: the one asked for, or by
     /// default [`defaults::MIN_SHARED`] when candidates are checked (the
     /// policy is part of the check, and there is none without one).

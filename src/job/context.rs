@@ -89,7 +89,7 @@ impl Job {
 
     /// The MinHash plan of the `minhash` column, when MinHash finds candidates.
     pub fn minhash(&self) -> Option<MinHashPlan> {
-        self.spec.join.candidates.minhash().then_some(self.spec.join.minhash)
+        self.spec.join.minhash_plan()
     }
 
     /// The MinHash plan of the keys the fingerprints keep (their `minhash`

@@ -204,7 +204,7 @@ async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions) -> 
         create_view(ctx, table::ELIGIBLE, "SELECT * FROM fingerprints").await?;
         return Ok(0);
     }
-    let (threads, plan) = (ctx.state().config().target_partitions(), join.candidates.minhash().then_some(join.minhash));
+    let (threads, plan) = (ctx.state().config().target_partitions(), join.minhash_plan());
     // In memory the client does the two statements' work from one read.
     let rejected = match crate::session::work_in_memory(ctx) {
         true => super::copies::term_sets_one_shot(ctx, join, plan, threads).await?,

@@ -168,7 +168,7 @@ fn metadata((_, kv): &(String, std::collections::HashMap<String, String>)) -> Op
 /// The MinHash band keys of the table's documents: the file's own when made
 /// with this run's plan, else computed here, once per document.
 fn minhash_column(spec: &PairsSpec, schema: &Schema, footers: &Footers) -> String {
-    let plan = spec.join.candidates.minhash().then_some(spec.join.minhash);
+    let plan = spec.join.minhash_plan();
     let stored_plan = footers.iter().filter_map(metadata).map(|m| m.minhash).reduce(|a, b| if a == b { a } else { None }).flatten();
     if plan.is_some() && plan == stored_plan && schema.field_with_name("minhash").is_ok() {
         "minhash".to_string()
