@@ -8,15 +8,15 @@
 -- and the stored ones of a near pair (anchoring every fingerprint of
 -- `weibo_reposts` took 8 times as long).
 -- Each anchor carries its shingle sketch, which the pairs' shares of shared
--- text are measured on: tonight's from the clustered documents only (joining
--- every eligible document for it cost a Heybox run 0.1 s), a stored one from
+-- text are measured on: tonight's from the documents in clusters
+-- (`in_clusters`, 59_in_clusters.sql, or a night's view), a stored one from
 -- `stored_term_sets`, where the night fetched its fingerprint's first stored
 -- document (NULL for a document stored before sketches were kept).
 -- Written once, because the pairs join it three times: as part of their
 -- statement, it was ranked three times.
 COPY (
   WITH everyone AS (
-    SELECT simhash, source, id, 1 AS tonight, shingles FROM eligible WHERE simhash IN (SELECT DISTINCT simhash FROM clusters)
+    SELECT simhash, source, id, 1 AS tonight, shingles FROM in_clusters
     UNION ALL
     SELECT simhash, source, id, 0 AS tonight, CAST(NULL AS INT UNSIGNED[]) AS shingles FROM stored
     WHERE simhash IN (SELECT simhash FROM clusters UNION SELECT simhash_a FROM near_pairs UNION SELECT simhash_b FROM near_pairs)

@@ -1,9 +1,9 @@
 -- Stage 6: the pairs, as evidence edges that stay linear in the corpus size,
 -- for one-shot and store runs alike (`stored` is empty in a one-shot run).
 -- Each fingerprint is anchored at one document (`anchors`,
--- 69_anchors.sql), in an earlier run if it has one. Each other
--- eligible document is paired with its fingerprint's anchor at distance 0
--- (g − 1 pairs for g copies, not g(g − 1)/2), and each near pair of distinct
+-- 69_anchors.sql), in an earlier run if it has one. Each other document
+-- in a cluster (`in_clusters`) is paired with its fingerprint's anchor at
+-- distance 0 (g − 1 pairs for g copies, not g(g − 1)/2), and each near pair of distinct
 -- fingerprints found tonight is reported once, between the two anchors.
 -- Every document pair within distance k is implied (see
 -- sql/examples/all_document_pairs.sql), and the pairs of all nights together
@@ -22,7 +22,7 @@ COPY (
            CAST(NULL AS DOUBLE) AS similarity,
            containment(a.shingles, f.shingles) AS shared_x,
            containment(f.shingles, a.shingles) AS shared_y
-    FROM eligible f
+    FROM in_clusters f
     JOIN anchors a ON f.simhash = a.simhash
     WHERE NOT (f.source = a.source AND f.id = a.id)
   ),

@@ -332,6 +332,20 @@ impl KeepRule {
         }
     }
 
+    /// The fingerprints' columns the rule orders by besides (source, id).
+    pub fn columns(&self) -> &'static [&'static str] {
+        match self {
+            KeepRule::SmallestId => &[],
+            KeepRule::Longest => &["n_chars"],
+            KeepRule::Earliest(_) | KeepRule::Latest(_) => &["keep_key"],
+        }
+    }
+
+    /// [`KeepRule::columns`] as the tail of a column list (`, n_chars`).
+    pub fn column_list(&self) -> String {
+        self.columns().iter().map(|c| format!(", {c}")).collect()
+    }
+
     /// ORDER BY of a cluster's members, best first (over the fingerprints table).
     pub fn order_by(&self) -> &'static str {
         match self {

@@ -13,25 +13,27 @@ use datafusion::arrow::compute::{cast, filter};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::prelude::SessionContext;
 
-use super::config::JoinOptions;
+use super::config::{JoinOptions, KeepRule};
 use super::oneshot::{unconfirmed_copies, At};
 use super::query::{collect, column_u64, each_on_its_thread, register_in_memory};
-use super::sql::{self, render, table};
+use super::sql::{self, render, table, Param};
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
 use crate::udf::minhash_keys::{keys_of_sets, keys_type};
 
-/// The columns of sql/56_copies_in_memory.sql.
+/// The columns of sql/56_copies_in_memory.sql that are read by place.
 const SIMHASH: usize = 0;
 const TERM_SET: usize = 3;
 const SHINGLES: usize = 4;
 const VECTOR: usize = 5;
 
-/// Check the copies of each shared fingerprint and register `term_sets`
-/// (one row a fingerprint, with its MinHash keys under `plan`) in memory;
-/// returns the (source, id) of the copies the check left out.
-pub(super) async fn term_sets_one_shot(ctx: &SessionContext, join: &JoinOptions, plan: Option<MinHashPlan>, threads: usize) -> Result<Vec<(String, String)>> {
-    let batches = collect(ctx, &render(sql::COPIES_IN_MEMORY, &[])).await?;
+/// Check the copies of each shared fingerprint and register, in memory,
+/// `term_sets` (one row a fingerprint, with its MinHash keys under `plan`)
+/// and `eligible` (every fingerprinted document but the copies the check
+/// left out, with what sql/59_in_clusters.sql reads of it); returns how
+/// many copies the check left out.
+pub(super) async fn term_sets_one_shot(ctx: &SessionContext, join: &JoinOptions, keep: &KeepRule, plan: Option<MinHashPlan>, threads: usize) -> Result<u64> {
+    let batches = collect(ctx, &render(sql::COPIES_IN_MEMORY, &[("keep_columns", Param::Sql(&keep.column_list()))])).await?;
     let started = std::time::Instant::now();
     // The (source, id) of every row, read where they lie: for the order of
     // copies, and the names of those left out.
@@ -57,12 +59,42 @@ pub(super) async fn term_sets_one_shot(ctx: &SessionContext, join: &JoinOptions,
             },
         });
     }
-    let rejected = checked.rejected.into_iter().map(|at| name(at)).map(|(source, id)| (source.to_string(), id.to_string())).collect();
     drop(names);
+    register_eligible(ctx, &batches, &checked.rejected, keep, threads).await?;
     register_term_sets(ctx, batches, &standing, plan, threads).await?;
     give_back_freed_memory();
-    log::debug!("{:>6} ms  the copies of {} shared fingerprints checked, term_sets made", started.elapsed().as_millis(), checked.firsts.len());
-    Ok(rejected)
+    log::debug!("{:>6} ms  the copies of {} shared fingerprints checked, term_sets and eligible made", started.elapsed().as_millis(), checked.firsts.len());
+    Ok(checked.rejected.len() as u64)
+}
+
+/// The table `eligible` in memory: the rows of `batches` but those
+/// `rejected`, with the columns sql/59_in_clusters.sql reads, the only
+/// statement of a one-shot run that reads it. As a view of the fingerprints
+/// it was read back from their file, and its anti join on (source, id)
+/// made, by each statement that read it (Weibo: about 0.2 s each).
+async fn register_eligible(ctx: &SessionContext, batches: &[RecordBatch], rejected: &[At], keep: &KeepRule, threads: usize) -> Result<()> {
+    let mut names = vec!["source", "id", "simhash", "shingles"];
+    names.extend(keep.columns());
+    let fingerprints = ctx.table(table::FINGERPRINTS).await?.schema().as_arrow().clone();
+    let schema = Arc::new(fingerprints.project(&names.iter().map(|n| fingerprints.index_of(n)).collect::<std::result::Result<Vec<_>, _>>()?)?);
+    let mut kept: Vec<Vec<bool>> = batches.iter().map(|b| vec![true; b.num_rows()]).collect();
+    for &(n, r) in rejected {
+        kept[n][r] = false;
+    }
+    let threads = threads.clamp(1, batches.len().max(1));
+    let mut parts: Vec<Vec<(&RecordBatch, BooleanArray)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (n, (batch, kept)) in batches.iter().zip(kept).enumerate() {
+        parts[n % threads].push((batch, BooleanArray::from(kept)));
+    }
+    let partitions = each_on_its_thread(parts, |part| {
+        part.into_iter()
+            .map(|(batch, kept)| {
+                let column = |name: &str| Ok::<_, Error>(filter(batch.column(batch.schema().index_of(name)?), &kept)?);
+                Ok(RecordBatch::try_new(schema.clone(), names.iter().map(|n| column(n)).collect::<Result<_>>()?)?)
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    register_in_memory(ctx, table::ELIGIBLE, &schema, partitions, &[])
 }
 
 /// Return the memory of the fingerprints just read, now freed, to the

@@ -11,7 +11,7 @@ use datafusion::prelude::SessionContext;
 use super::candidates::{eligible_without, minhash_expression, near_pairs};
 use super::config::{JoinOptions, KeepRule};
 use super::progress::Progress;
-use super::query::{collect, column_u64, each_on_its_thread, scalar_u64, with_settings, work_batches, work_table, LATE_MATERIALIZATION};
+use super::query::{collect, column_u64, each_on_its_thread, scalar_u64, work_batches, work_table, work_table_with, LATE_MATERIALIZATION};
 use super::sql::{self, render, table, Param};
 use super::summary::Summary;
 use super::tables::{create_view, fingerprint_documents_batch, materialize, pairs_table, FileMetadata};
@@ -164,7 +164,7 @@ pub(super) async fn join_stages(
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
 
-    let unconfirmed = eligible(ctx, out, join).await?;
+    let unconfirmed = eligible(ctx, out, join, keep).await?;
 
     // Candidate pairs of distinct fingerprints: the banded join, MinHash
     // bands, or both; then the term-set check.
@@ -199,17 +199,18 @@ pub(super) async fn join_stages(
 /// but the copies a shared fingerprint's largest consistent subgroup leaves
 /// out; with the check also the table `term_sets` of the term sets that
 /// stand for the fingerprints. Returns how many copies were left out.
-async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions) -> Result<u64> {
+async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions, keep: &KeepRule) -> Result<u64> {
     if join.verify.measure().is_none() {
         create_view(ctx, table::ELIGIBLE, "SELECT * FROM fingerprints").await?;
         return Ok(0);
     }
     let (threads, plan) = (ctx.state().config().target_partitions(), join.minhash_plan());
-    // In memory the client does the two statements' work from one read.
-    let rejected = match crate::session::work_in_memory(ctx) {
-        true => super::copies::term_sets_one_shot(ctx, join, plan, threads).await?,
-        false => term_sets_by_statements(ctx, out, join, plan, threads).await?,
-    };
+    // In memory the client does the two statements' work, and makes
+    // `eligible`, from one read.
+    if crate::session::work_in_memory(ctx) {
+        return super::copies::term_sets_one_shot(ctx, join, keep, plan, threads).await;
+    }
+    let rejected = term_sets_by_statements(ctx, out, join, plan, threads).await?;
     eligible_without(ctx, out, &rejected).await?;
     Ok(rejected.len() as u64)
 }
@@ -238,11 +239,14 @@ async fn term_sets_by_statements(ctx: &SessionContext, out: &OutputDir, join: &J
 /// Stage `clusters` (sql/60_clusters.sql): returns the clusters and the
 /// documents they hold.
 async fn clusters_stage(ctx: &SessionContext, out: &OutputDir, keep: &KeepRule, meta: Option<&FileMetadata>, progress: &mut Progress) -> Result<(u64, u64)> {
-    let path = out.staged("clusters/part-00000.parquet");
     // The documents in clusters are found by a join whose filter is
-    // evaluated in the scan (sql/60_clusters.sql).
-    let params = [("keep_order", Param::Sql(keep.order_by()))];
-    with_settings(ctx, &[LATE_MATERIALIZATION], materialize(ctx, sql::CLUSTERS, &params, &path, table::CLUSTERS, meta)).await?;
+    // evaluated in the scan (sql/59_in_clusters.sql).
+    let members = out.staged("_work/in_clusters.parquet");
+    let params = [("keep_columns", Param::Sql(&keep.column_list())), ("path", Param::Text(&members))];
+    let statement = render(sql::IN_CLUSTERS, &params);
+    work_table_with(ctx, &[LATE_MATERIALIZATION], (&statement, &members, table::IN_CLUSTERS), &[]).await?;
+    let path = out.staged("clusters/part-00000.parquet");
+    materialize(ctx, sql::CLUSTERS, &[("keep_order", Param::Sql(keep.order_by()))], &path, table::CLUSTERS, meta).await?;
     let batches = collect(ctx, "SELECT count(DISTINCT cluster_id), count(*) FROM clusters").await?;
     let (clusters, in_clusters) = (column_u64(&batches[0], 0)?.value(0), column_u64(&batches[0], 1)?.value(0));
     progress.done("clusters", format!("{clusters} clusters holding {in_clusters} documents"));

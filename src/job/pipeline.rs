@@ -65,6 +65,7 @@ impl Stage {
                 sql::MINHASH_CANDIDATES,
                 sql::VERIFIED_PAIRS,
                 sql::KEPT_PAIRS,
+                sql::IN_CLUSTERS,
                 sql::CLUSTERS,
                 sql::ANCHORS,
                 sql::PAIRS,

@@ -48,6 +48,9 @@ pub mod table {
     pub const NEAR_PAIRS: &str = "near_pairs";
     /// Connected components of the near pairs, computed in Rust.
     pub const COMPONENTS: &str = "components";
+    /// The eligible documents a cluster holds, with their cluster
+    /// (59_in_clusters.sql; a night's view of tonight's).
+    pub const IN_CLUSTERS: &str = "in_clusters";
     pub const CLUSTERS: &str = "clusters";
     /// The document each fingerprint of a pair is anchored at (69_anchors.sql).
     pub const ANCHORS: &str = "anchors";
@@ -73,6 +76,7 @@ pub mod table {
         CHECKED_PAIRS,
         NEAR_PAIRS,
         COMPONENTS,
+        IN_CLUSTERS,
         CLUSTERS,
         ANCHORS,
         PAIRS,
@@ -106,13 +110,14 @@ statement!(SHARED_KEYS_BY_SORT, "51_shared_keys_by_sort.sql", ["path"], reads [t
 statement!(MINHASH_CANDIDATES, "52_minhash_candidates.sql", ["hot", "threshold", "path"], reads [table::MINHASH_BUCKETS, table::TERM_SETS]);
 statement!(VERIFIED_PAIRS, "55_verified_pairs.sql", ["measure", "threshold", "path"], reads [table::CANDIDATES, table::TERM_SETS]);
 statement!(UNCONFIRMED_COPIES, "56_unconfirmed_copies.sql", [], reads [table::FINGERPRINTS]);
-statement!(COPIES_IN_MEMORY, "56_copies_in_memory.sql", [], reads [table::FINGERPRINTS]);
+statement!(COPIES_IN_MEMORY, "56_copies_in_memory.sql", ["keep_columns"], reads [table::FINGERPRINTS]);
 statement!(TERM_SETS, "57_term_sets.sql", ["tonight", "path"], reads [table::FINGERPRINTS, table::STORED_TERM_SETS]);
 statement!(TERM_SETS_ONE_SHOT, "57_term_sets_one_shot.sql", ["minhash", "path"], reads [table::FINGERPRINTS, table::FIRST_COPIES]);
 statement!(KEPT_PAIRS, "58_kept_pairs.sql", ["min_shared"], reads [table::CHECKED_PAIRS]);
-statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"], reads [table::COMPONENTS, table::ELIGIBLE]);
-statement!(ANCHORS, "69_anchors.sql", ["path"], reads [table::CLUSTERS, table::ELIGIBLE, table::NEAR_PAIRS, table::STORED, table::STORED_TERM_SETS]);
-statement!(PAIRS, "70_pairs.sql", ["path"], reads [table::ANCHORS, table::ELIGIBLE, table::NEAR_PAIRS]);
+statement!(IN_CLUSTERS, "59_in_clusters.sql", ["keep_columns", "path"], reads [table::COMPONENTS, table::ELIGIBLE]);
+statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"], reads [table::IN_CLUSTERS]);
+statement!(ANCHORS, "69_anchors.sql", ["path"], reads [table::CLUSTERS, table::IN_CLUSTERS, table::NEAR_PAIRS, table::STORED, table::STORED_TERM_SETS]);
+statement!(PAIRS, "70_pairs.sql", ["path"], reads [table::ANCHORS, table::IN_CLUSTERS, table::NEAR_PAIRS]);
 statement!(SURVIVORS, "80_survivors.sql", ["source", "id", "table", "path"], reads [table::CLUSTERS]);
 statement!(STORE_PROBE, "89_store_probe.sql", ["index", "version", "k", "m"], reads [table::STORED_RUNS]);
 statement!(STORE_UNCONFIRMED, "93_store_unconfirmed.sql", ["measure", "threshold", "min_shared"], reads [table::FINGERPRINTS, table::TERM_SETS]);
@@ -145,6 +150,7 @@ pub const ALL: &[Statement] = &[
     TERM_SETS,
     TERM_SETS_ONE_SHOT,
     KEPT_PAIRS,
+    IN_CLUSTERS,
     CLUSTERS,
     ANCHORS,
     PAIRS,
@@ -251,7 +257,7 @@ mod tests {
     #[test]
     fn work_files_are_uncompressed_and_outputs_are_not() {
         let options = |s: &Statement| s.sql.contains("'format.compression' 'uncompressed', 'format.dictionary_enabled' 'false'");
-        let work = [TERMS, NEAR_PAIRS, NEAR_PAIRS_BY_SORT, MINHASH_BUCKETS, SHARED_KEYS_BY_GROUP, SHARED_KEYS_BY_SORT, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS, TERM_SETS_ONE_SHOT, ANCHORS];
+        let work = [TERMS, NEAR_PAIRS, NEAR_PAIRS_BY_SORT, MINHASH_BUCKETS, SHARED_KEYS_BY_GROUP, SHARED_KEYS_BY_SORT, MINHASH_CANDIDATES, VERIFIED_PAIRS, TERM_SETS, TERM_SETS_ONE_SHOT, IN_CLUSTERS, ANCHORS];
         for s in &work {
             assert!(options(s), "{} writes a work file", s.file);
         }
