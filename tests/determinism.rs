@@ -46,13 +46,15 @@ fn work_tables_in_memory_or_on_disk_give_the_same_bytes() {
     // finds the MinHash candidates and checks the candidates itself
     // (src/job/in_memory.rs); under one they are Parquet files in the work
     // folder, and statements do it. The outputs are byte-identical, for each
-    // measure of the check.
+    // measure of the check and each kind of keep rule (the client's
+    // `eligible` carries the columns it orders by; the news have dates, the
+    // reprints none).
     let dir = tempfile::tempdir().unwrap();
     // (The sample's SimHash vectors give no near miss below 0.9.)
-    for (verify, near_misses) in [("jaccard:0.5", true), ("overlap:0.6", true), ("cosine:0.9", false)] {
+    for (verify, keep, near_misses) in [("jaccard:0.5", "earliest:date", true), ("overlap:0.6", "longest", true), ("cosine:0.9", "smallest-id", false)] {
         let (memory, disk) = (dir.path().join(format!("memory-{verify}")), dir.path().join(format!("disk-{verify}")));
-        run(&memory, &["--verify", verify]);
-        run(&disk, &["--verify", verify, "--memory-limit", "1G"]);
+        run(&memory, &["--verify", verify, "--keep", keep]);
+        run(&disk, &["--verify", verify, "--keep", keep, "--memory-limit", "1G"]);
         for name in ["fingerprints", "pairs", "clusters"] {
             let file = format!("{name}/part-00000.parquet");
             let bytes = std::fs::read(memory.join(&file)).unwrap();
