@@ -8,8 +8,9 @@
 //! the members' term sets of each hot bucket with `array_agg`, and group
 //! every pair found to drop the ones found in several buckets (2.66 million
 //! for 858,000). Here the rows are looked at where they lie: the shared keys
-//! are found by the same radix sort ([`crate::minhash::shared_keys_of_runs`]),
-//! each row's keys are looked up among them, a bucket's members are indices
+//! are found by sorting, as the statement's aggregate finds them, but only
+//! the keys a filter has seen twice ([`shared_keys`]); each row's keys are
+//! looked up among them, a bucket's members are indices
 //! of rows, and a hot bucket's term sets are slices of the table's.
 //!
 //! The pairs are the statements' exactly (tested against them): a bucket of
@@ -20,7 +21,7 @@
 //! term sets, and when each bucket is one band (two keys of different bands
 //! are equal only by a chance of 2^-48). Otherwise the statements run.
 
-use crate::minhash::{narrow, shared_keys_of_runs, sort_tagged, tagged};
+use crate::minhash::{narrow, shared_keys_of_runs, sort_tagged, tagged, KEY_BITS};
 use crate::parallel::{cut, on_threads};
 use crate::setjoin::jaccard_pairs;
 use crate::text::HashKeyed;
@@ -89,15 +90,76 @@ fn one_row_each(fingerprints: &[u64]) -> bool {
 }
 
 /// The keys held by two rows or more, one of them tonight's, with their
-/// holders (sql/51_shared_keys_by_sort.sql): each chunk of rows' keys
-/// sorted on a thread, the sorted runs then merged.
+/// holders (sql/51_shared_keys_by_sort.sql), in key order. Almost every key
+/// is held once (Weibo: 13.6 million keys, 1.1 million of them a shared
+/// key's), and one sort of them all, a hundred megabytes a core, took most
+/// of the pass. Here each chunk of rows' keys is dealt by its high bits to
+/// [`SPLIT`] parts of the key space, and each part (Weibo: 212,000 keys),
+/// which fits in a core's cache, is sifted by a filter ([`SeenTwice`]) that
+/// drops the keys it saw once; the rest are sorted. The parts are ranges of
+/// keys in order, so their sorted keys, one after another, are one sorted
+/// run, whose keys the filter let through by chance are held once there.
 fn shared_keys(rows: &TermSets, chunks: &[std::ops::Range<usize>]) -> Vec<(u64, u64)> {
-    let runs = on_threads(chunks.to_vec(), |chunk| {
-        let mut keys: Vec<u64> = chunk.flat_map(|r| rows.keys[r].iter().map(move |&k| tagged(k, rows.tonight[r]))).collect();
-        sort_tagged(&mut keys);
-        keys
+    let shift = KEY_BITS - SPLIT.trailing_zeros();
+    let dealt: Vec<Vec<Vec<u64>>> = on_threads(chunks.to_vec(), |chunk| {
+        let mut parts = vec![Vec::new(); SPLIT];
+        for r in chunk {
+            for &key in rows.keys[r] {
+                parts[(narrow(key) >> shift) as usize].push(tagged(key, rows.tonight[r]));
+            }
+        }
+        parts
     });
-    shared_keys_of_runs(&runs.iter().map(Vec::as_slice).collect::<Vec<_>>())
+    let sifted = on_threads(cut(SPLIT, chunks.len(), |_| 1), |parts| {
+        let mut run = Vec::new();
+        for part in parts {
+            let mut keys: Vec<u64> = dealt.iter().flat_map(|chunk| chunk[part].iter().copied()).collect();
+            let mut seen = SeenTwice::new(keys.len());
+            keys.iter().for_each(|&t| seen.see(narrow(t)));
+            keys.retain(|&t| seen.twice(narrow(t)));
+            sort_tagged(&mut keys);
+            run.extend(keys);
+        }
+        run
+    });
+    drop(dealt);
+    shared_keys_of_runs(&[&sifted.concat()])
+}
+
+/// Parts of the key space [`shared_keys`] sifts one by one.
+const SPLIT: usize = 64;
+
+/// Two bits a slot, for about 8 slots a key: whether a key has landed on
+/// the slot, and whether a second one has. A key held twice is always seen
+/// twice; a key held once is when another landed on its slot (about one in
+/// nine).
+struct SeenTwice {
+    once: Vec<u64>,
+    twice: Vec<u64>,
+    mask: u64,
+}
+
+impl SeenTwice {
+    fn new(keys: usize) -> SeenTwice {
+        let slots = (keys * 8).next_power_of_two().clamp(1 << 12, 1 << 32);
+        SeenTwice { once: vec![0; slots / 64], twice: vec![0; slots / 64], mask: slots as u64 - 1 }
+    }
+
+    fn see(&mut self, key: u64) {
+        let (word, bit) = self.slot(key);
+        self.twice[word] |= self.once[word] & bit;
+        self.once[word] |= bit;
+    }
+
+    fn twice(&self, key: u64) -> bool {
+        let (word, bit) = self.slot(key);
+        self.twice[word] & bit != 0
+    }
+
+    fn slot(&self, key: u64) -> (usize, u64) {
+        let slot = key & self.mask;
+        ((slot / 64) as usize, 1 << (slot % 64))
+    }
 }
 
 /// The members (row indices) of every shared key, bucket after bucket in
@@ -319,6 +381,41 @@ mod tests {
         assert_eq!(first_shared_band(&[], &[2]), None);
         // A store's 64-bit key is never a bucket's.
         assert_eq!(first_shared_band(&[u64::MAX, 5], &[u64::MAX, 5]), Some(1));
+    }
+
+    #[test]
+    fn the_shared_keys_are_those_held_twice() {
+        // Keys held once, twice and three times, in rows of tonight's and
+        // stored ones, with 64-bit stored keys narrowed as they are compared.
+        let keys: Vec<Vec<u64>> = (0..3000u64).map(|r| vec![crate::minhash::mix(r) >> 16, crate::minhash::mix(r % 700 + 10_000) >> 16, (r % 900) | 1 << 63]).collect();
+        let held: Vec<&[u64]> = keys.iter().map(Vec::as_slice).collect();
+        let tonight: Vec<bool> = (0..3000).map(|r| r % 5 != 0).collect();
+        let (fingerprints, sets) = (vec![0; 3000], vec![&[][..]; 3000]);
+        let rows = TermSets { fingerprints: &fingerprints, tonight: &tonight, keys: &held, sets: &sets };
+        let mut expected: std::collections::BTreeMap<u64, (u64, bool)> = Default::default();
+        for (r, keys) in keys.iter().enumerate() {
+            for &k in keys {
+                let e = expected.entry(narrow(k)).or_default();
+                *e = (e.0 + 1, e.1 || tonight[r]);
+            }
+        }
+        let expected: Vec<(u64, u64)> = expected.into_iter().filter(|(_, (n, tonight))| *n > 1 && *tonight).map(|(k, (n, _))| (k, n)).collect();
+        // The keys whose holders are all stored (every fifth row) are not shared.
+        assert_eq!(expected.len(), 700 + 900 - 700 / 5 - 900 / 5);
+        for parts in [1, 2, 3] {
+            assert_eq!(shared_keys(&rows, &cut(3000, parts, |_| 1)), expected, "{parts} parts");
+        }
+    }
+
+    #[test]
+    fn a_key_seen_once_is_rarely_taken_for_one_seen_twice() {
+        let mut seen = SeenTwice::new(10_000);
+        let keys: Vec<u64> = (0..10_000u64).map(crate::minhash::mix).collect();
+        keys.iter().for_each(|&k| seen.see(k));
+        seen.see(keys[7]);
+        assert!(seen.twice(keys[7]));
+        let taken = keys.iter().filter(|&&k| seen.twice(k)).count();
+        assert!(taken < 1500, "{taken} of 10,000 keys seen once pass");
     }
 
     #[test]
