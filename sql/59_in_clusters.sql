@@ -6,8 +6,8 @@
 -- component's smallest fingerprint, computed by union-find over
 -- near_pairs). Documents sharing a fingerprint are in one cluster too.
 -- The clusters, their anchors and the pairs (60, 69, 70) are made from
--- these rows alone (Weibo: 203,712 of 768,035 documents); each of them read
--- `eligible` itself before, and a view of it made its anti join each time.
+-- these rows alone (Weibo: 203,712 of 768,035 documents), and `eligible`
+-- is read once.
 -- A store run's night finds its clusters otherwise (94, 95), and gives 69
 -- and 70 a view of the same name.
 -- The fingerprints in a cluster (`clustered`: shared by two documents or

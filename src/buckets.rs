@@ -129,10 +129,10 @@ fn shared_keys(rows: &TermSets, chunks: &[std::ops::Range<usize>]) -> Vec<(u64, 
 /// Parts of the key space [`shared_keys`] sifts one by one.
 const SPLIT: usize = 64;
 
-/// Two bits a slot, for about 8 slots a key: whether a key has landed on
-/// the slot, and whether a second one has. A key held twice is always seen
-/// twice; a key held once is when another landed on its slot (about one in
-/// nine).
+/// Two bits a slot, 8 slots a key or more: whether a key has landed on the
+/// slot, and whether a second one has. A key held twice is always seen
+/// twice; a key held once is when another landed on its slot (at most about
+/// one in eight).
 struct SeenTwice {
     once: Vec<u64>,
     twice: Vec<u64>,

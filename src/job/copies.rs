@@ -36,7 +36,7 @@ pub(super) async fn term_sets_one_shot(ctx: &SessionContext, join: &JoinOptions,
     let batches = collect(ctx, &render(sql::COPIES_IN_MEMORY, &[("keep_columns", Param::Sql(&keep.column_list()))])).await?;
     let started = std::time::Instant::now();
     // The (source, id) of every row, read where they lie: for the order of
-    // copies, and the names of those left out.
+    // copies.
     let names = batches.iter().map(|b| Ok((cast(b.column(1), &DataType::Utf8View)?, cast(b.column(2), &DataType::Utf8View)?))).collect::<Result<Vec<_>>>()?;
     let name = |(n, r): At| {
         let (source, id) = &names[n];
@@ -69,9 +69,9 @@ pub(super) async fn term_sets_one_shot(ctx: &SessionContext, join: &JoinOptions,
 
 /// The table `eligible` in memory: the rows of `batches` but those
 /// `rejected`, with the columns sql/59_in_clusters.sql reads, the only
-/// statement of a one-shot run that reads it. As a view of the fingerprints
-/// it was read back from their file, and its anti join on (source, id)
-/// made, by each statement that read it (Weibo: about 0.2 s each).
+/// statement of a one-shot run that reads it. Its view (under a memory
+/// limit) reads the fingerprint file back and joins it against the copies
+/// left out on (source, id): about 0.2 s of a Weibo run, spared here.
 async fn register_eligible(ctx: &SessionContext, batches: &[RecordBatch], rejected: &[At], keep: &KeepRule, threads: usize) -> Result<()> {
     let mut names = vec!["source", "id", "simhash", "shingles"];
     names.extend(keep.columns());

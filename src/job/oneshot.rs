@@ -195,9 +195,9 @@ pub(super) async fn join_stages(
     })
 }
 
-/// The documents that take part (view `eligible`): all, or with a check all
-/// but the copies a shared fingerprint's largest consistent subgroup leaves
-/// out; with the check also the table `term_sets` of the term sets that
+/// The documents that take part (`eligible`, a view, or with the work in
+/// memory a table the client makes): all, or with a check all but the
+/// copies a shared fingerprint's largest consistent subgroup leaves out; with the check also the table `term_sets` of the term sets that
 /// stand for the fingerprints. Returns how many copies were left out.
 async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions, keep: &KeepRule) -> Result<u64> {
     if join.verify.measure().is_none() {
@@ -236,11 +236,12 @@ async fn term_sets_by_statements(ctx: &SessionContext, out: &OutputDir, join: &J
     Ok(rejected)
 }
 
-/// Stage `clusters` (sql/60_clusters.sql): returns the clusters and the
-/// documents they hold.
+/// Stage `clusters` (sql/59_in_clusters.sql, then sql/60_clusters.sql):
+/// returns the clusters and the documents they hold.
 async fn clusters_stage(ctx: &SessionContext, out: &OutputDir, keep: &KeepRule, meta: Option<&FileMetadata>, progress: &mut Progress) -> Result<(u64, u64)> {
     // The documents in clusters are found by a join whose filter is
-    // evaluated in the scan (sql/59_in_clusters.sql).
+    // evaluated in the scan of the fingerprint file, where `eligible` is a
+    // view of it (sql/59_in_clusters.sql).
     let members = out.staged("_work/in_clusters.parquet");
     let params = [("keep_columns", Param::Sql(&keep.column_list())), ("path", Param::Text(&members))];
     let statement = render(sql::IN_CLUSTERS, &params);
