@@ -77,15 +77,7 @@ async fn register_eligible(ctx: &SessionContext, batches: &[RecordBatch], reject
     names.extend(keep.columns());
     let fingerprints = ctx.table(table::FINGERPRINTS).await?.schema().as_arrow().clone();
     let schema = Arc::new(fingerprints.project(&names.iter().map(|n| fingerprints.index_of(n)).collect::<std::result::Result<Vec<_>, _>>()?)?);
-    let mut kept: Vec<Vec<bool>> = batches.iter().map(|b| vec![true; b.num_rows()]).collect();
-    for &(n, r) in rejected {
-        kept[n][r] = false;
-    }
-    let threads = threads.clamp(1, batches.len().max(1));
-    let mut parts: Vec<Vec<(&RecordBatch, BooleanArray)>> = (0..threads).map(|_| Vec::new()).collect();
-    for (n, (batch, kept)) in batches.iter().zip(kept).enumerate() {
-        parts[n % threads].push((batch, BooleanArray::from(kept)));
-    }
+    let parts = dealt_with_masks(batches.iter().collect(), rejected, false, threads);
     let partitions = each_on_its_thread(parts, |part| {
         part.into_iter()
             .map(|(batch, kept)| {
@@ -142,17 +134,9 @@ fn by_fingerprint<'a>(batches: &[RecordBatch], threads: usize, name: impl Fn(At)
 /// each made on a thread of its own.
 async fn register_term_sets(ctx: &SessionContext, batches: Vec<RecordBatch>, standing: &[At], plan: Option<MinHashPlan>, threads: usize) -> Result<()> {
     let schema = term_sets_schema(ctx.table(table::FINGERPRINTS).await?.schema().as_arrow())?;
-    let mut stands: Vec<Vec<bool>> = batches.iter().map(|b| vec![false; b.num_rows()]).collect();
-    for &(n, r) in standing {
-        stands[n][r] = true;
-    }
     // Each batch is let go once filtered: the fingerprints read and the
     // table made are not held whole at once.
-    let threads = threads.clamp(1, batches.len().max(1));
-    let mut parts: Vec<Vec<(RecordBatch, BooleanArray)>> = (0..threads).map(|_| Vec::new()).collect();
-    for (n, (batch, stands)) in batches.into_iter().zip(stands).enumerate() {
-        parts[n % threads].push((batch, BooleanArray::from(stands)));
-    }
+    let parts = dealt_with_masks(batches, standing, true, threads);
     let partitions = each_on_its_thread(parts, |part| {
         part.into_iter()
             .map(|(batch, stands)| {
@@ -169,6 +153,22 @@ async fn register_term_sets(ctx: &SessionContext, batches: Vec<RecordBatch>, sta
             .collect::<Result<Vec<_>>>()
     })?;
     register_in_memory(ctx, table::TERM_SETS, &schema, partitions, &[])
+}
+
+/// Each of `batches` with a mask of its rows, those at `rows` `marked` and
+/// the others not, dealt round robin to at most `threads` parts, one a
+/// thread: the filters that make `eligible` and `term_sets`.
+fn dealt_with_masks<B: std::borrow::Borrow<RecordBatch>>(batches: Vec<B>, rows: &[At], marked: bool, threads: usize) -> Vec<Vec<(B, BooleanArray)>> {
+    let mut masks: Vec<Vec<bool>> = batches.iter().map(|b| vec![!marked; b.borrow().num_rows()]).collect();
+    for &(n, r) in rows {
+        masks[n][r] = marked;
+    }
+    let threads = threads.clamp(1, batches.len().max(1));
+    let mut parts: Vec<Vec<(B, BooleanArray)>> = (0..threads).map(|_| Vec::new()).collect();
+    for (n, (batch, mask)) in batches.into_iter().zip(masks).enumerate() {
+        parts[n % threads].push((batch, BooleanArray::from(mask)));
+    }
+    parts
 }
 
 /// The columns of `term_sets`: those of the fingerprints it keeps, and its own.
