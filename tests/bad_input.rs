@@ -104,13 +104,20 @@ fn duplicate_and_missing_ids_are_refused() {
     fails_with(&neardup(&["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap()]), &["input 'crawl'", "id 'd1' on 2 documents", "unique"]);
     // Or, when asked, one row per id is kept (the smallest text) and the rest counted.
     let kept = dir.path().join("kept");
-    ok(&neardup(&["dedup", "-q", "-i", &input, "-o", kept.to_str().unwrap(), "--duplicate-ids", "keep-first"]));
-    let s = summary(&kept);
-    assert_eq!((s["documents"].as_u64(), s["duplicate_ids_dropped"].as_u64()), (Some(2), Some(1)));
-    let fingerprints = read_dir(&kept.join("fingerprints"));
-    assert_eq!(strings(&fingerprints, "id"), ["d1", "d2"]);
-    // Of d1's rows, the first by text: "上…" (U+4E0A) before "北…" (U+5317), six characters.
-    assert_eq!(u64s(&fingerprints, "n_chars"), [Some(6), Some(1)]);
+    // In memory the held documents find the repeated ids; under a memory
+    // limit, statements do. The same row is kept.
+    let on_disk = dir.path().join("kept-on-disk");
+    for (out, limit) in [(&kept, None), (&on_disk, Some("1G"))] {
+        let mut args = vec!["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap(), "--duplicate-ids", "keep-first"];
+        args.extend(limit.map(|l| ["--memory-limit", l]).into_iter().flatten());
+        ok(&neardup(&args));
+        let s = summary(out);
+        assert_eq!((s["documents"].as_u64(), s["duplicate_ids_dropped"].as_u64()), (Some(2), Some(1)), "{limit:?}");
+        let fingerprints = read_dir(&out.join("fingerprints"));
+        assert_eq!(strings(&fingerprints, "id"), ["d1", "d2"]);
+        // Of d1's rows, the first by text: "上…" (U+4E0A) before "北…" (U+5317), six characters.
+        assert_eq!(u64s(&fingerprints, "n_chars"), [Some(6), Some(1)], "{limit:?}");
+    }
     // A store night keeps the same row, and knows both ids as stored the next night.
     let store = dir.path().join("store").display().to_string();
     for night in ["2026-01-01", "2026-01-02"] {

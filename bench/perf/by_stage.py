@@ -34,7 +34,7 @@ def stacks(path):
             if current is not None:
                 yield current
             current = None
-        elif not line.startswith(("\t", " ")):
+        elif not line.startswith("\t"):
             current = []
         elif current is not None:
             parts = line.strip().split(None, 1)

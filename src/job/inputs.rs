@@ -8,11 +8,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::prelude::SessionContext;
 
 use super::config::{DuplicateIds, JobSpec, KeepRule, OnBadFile};
-use super::query::{collect, collect_with, column_u64, strings, work_table_with, WHOLE_FILE_SCANS};
+use super::query::{collect, collect_with, column_u64, strings, work_batches, work_table_with, WHOLE_FILE_SCANS};
 use super::summary::SkippedFile;
 use super::tables::{create_view, view_without};
 use super::sql::{self, render, Param};
@@ -378,21 +379,25 @@ pub(super) async fn register_documents(ctx: &SessionContext, spec: &JobSpec, che
 }
 
 /// What [`check_ids`] found: the rows to drop as repeated ids, and the ids
-/// (source, id) that repeat.
+/// (source, id) that repeat; or that the documents held in memory will find
+/// them (`in_hold`).
 pub(super) struct Ids {
     pub dropped: u64,
     repeated: Vec<(String, String)>,
+    pub in_hold: bool,
 }
 
 /// With `--duplicate-ids keep-first`, the view `view` over `{view}_rows`
-/// with one row per id: of a repeated id, the first by text and title, the
-/// same whatever the order rows are read in. Only the rows of repeated ids
+/// with one row per id: of a repeated id, the first by text, title and
+/// keep key, the same whatever the order rows are read in. Only the rows of repeated ids
 /// (`ids`, written to the work folder) are ranked: ranking every row sorted
 /// every text of the corpus (a fifth of the time of a run over
 /// `weibo_reposts`, for its 538 repeated ids). The rows kept of them are a
 /// work table, ranked once: as a view, every statement that read the
 /// documents (boilerplate lines, segmentation, the report's texts) read
 /// the inputs twice, once for the other rows and once to find these.
+/// When the held documents find the repeated ids (`ids.in_hold`), the view
+/// has every row until then (stages.rs, `hold_documents`).
 pub(super) async fn keep_one_per_id(ctx: &SessionContext, out: &OutputDir, view: &str, ids: &Ids, duplicates: DuplicateIds) -> Result<()> {
     let rows = format!("{view}_rows");
     if duplicates == DuplicateIds::Error {
@@ -401,15 +406,21 @@ pub(super) async fn keep_one_per_id(ctx: &SessionContext, out: &OutputDir, view:
     if ids.repeated.is_empty() {
         return create_view(ctx, view, &format!("SELECT * FROM {rows}")).await;
     }
-    let name = format!("{view}_repeated_ids");
-    let (repeated, unique) = (format!("{rows}_repeated"), format!("{rows}_unique"));
+    let (name, unique, kept) = first_rows_names(view);
     view_without(ctx, out, &unique, &rows, &name, &ids.repeated).await?;
+    let repeated = format!("{rows}_repeated");
     let of_repeated = format!("SELECT * FROM {rows} t WHERE EXISTS (SELECT 1 FROM {name} x WHERE x.source = t.source AND x.id = t.id)");
     create_view(ctx, &repeated, &of_repeated).await?;
-    let (kept, path) = (format!("{view}_kept_of_repeated_ids"), out.staged(&format!("_work/{view}_kept_of_repeated_ids.parquet")));
+    let path = out.staged(&format!("_work/{kept}.parquet"));
+    // Rows alike in text and title differ at most in the keep rule's key:
+    // ordered by it too, the row kept is the same on every run.
+    let keep_key = match ctx.table(rows.as_str()).await?.schema().has_column_with_unqualified_name("keep_key") {
+        true => ", keep_key",
+        false => "",
+    };
     let first = format!(
         "COPY (SELECT * EXCLUDE (duplicate_rank) FROM (\
-         SELECT *, row_number() OVER (PARTITION BY source, id ORDER BY text, title) AS duplicate_rank FROM {repeated}) \
+         SELECT *, row_number() OVER (PARTITION BY source, id ORDER BY text, title{keep_key}) AS duplicate_rank FROM {repeated}) \
          WHERE duplicate_rank = 1) TO {} STORED AS PARQUET {}",
         literal(&path),
         sql::WORK_FILE
@@ -418,10 +429,35 @@ pub(super) async fn keep_one_per_id(ctx: &SessionContext, out: &OutputDir, view:
     // which then decodes the texts of those rows only.
     let late = [("datafusion.execution.parquet.pushdown_filters", "true")];
     work_table_with(ctx, &late, (&first, &path, &kept), &[]).await?;
+    union_with_kept(ctx, view, &unique, &kept).await
+}
+
+/// The view `view` over `{view}_rows`, one row per id, when the documents
+/// held in memory found the `repeated` ids and the rows `kept` of them
+/// (first_per_id.rs): what [`keep_one_per_id`] makes, with nothing ranked.
+pub(super) async fn view_of_first_rows(ctx: &SessionContext, out: &OutputDir, view: &str, repeated: &[(String, String)], kept: (SchemaRef, Vec<RecordBatch>)) -> Result<()> {
+    let rows = format!("{view}_rows");
+    if repeated.is_empty() {
+        return create_view(ctx, view, &format!("SELECT * FROM {rows}")).await;
+    }
+    let (name, unique, kept_name) = first_rows_names(view);
+    view_without(ctx, out, &unique, &rows, &name, repeated).await?;
+    work_batches(ctx, out, (&kept_name, &format!("_work/{kept_name}.parquet")), kept).await?;
+    union_with_kept(ctx, view, &unique, &kept_name).await
+}
+
+/// The names of the tables behind the view `view` of one row per id: the
+/// repeated ids, the view of the other rows, and the rows kept of them.
+fn first_rows_names(view: &str) -> (String, String, String) {
+    (format!("{view}_repeated_ids"), format!("{view}_rows_unique"), format!("{view}_kept_of_repeated_ids"))
+}
+
+/// The view `view`: the rows of `unique` and of `kept`, in `unique`'s types.
+async fn union_with_kept(ctx: &SessionContext, view: &str, unique: &str, kept: &str) -> Result<()> {
     // In the view's own types: a work table in memory holds its strings as
     // views (as read back from Parquet), and a union with them made every
     // row's source and id views too (Weibo: the terms 221 → 248 MB).
-    let schema = ctx.table(rows.as_str()).await?.schema().as_arrow().clone();
+    let schema = ctx.table(unique).await?.schema().as_arrow().clone();
     let columns: Vec<String> = schema.fields().iter().map(|f| format!("arrow_cast({0}, '{1}') AS {0}", ident(f.name()), f.data_type())).collect();
     create_view(ctx, view, &format!("SELECT * FROM {unique} UNION ALL SELECT {} FROM {kept}", columns.join(", "))).await
 }
@@ -429,7 +465,9 @@ pub(super) async fn keep_one_per_id(ctx: &SessionContext, out: &OutputDir, view:
 /// Every document needs an id, unique within its input: a duplicate or
 /// missing id is bad input (named, with the input), never silently merged.
 /// Returns the rows dropped as repeated ids (with `--duplicate-ids keep-first`).
-pub(super) async fn check_ids(ctx: &SessionContext, view: &str, duplicates: DuplicateIds) -> Result<Ids> {
+/// With `in_hold` and `--duplicate-ids keep-first`, the repeated ids are
+/// not looked for: the documents held in memory find them.
+pub(super) async fn check_ids(ctx: &SessionContext, view: &str, duplicates: DuplicateIds, in_hold: bool) -> Result<Ids> {
     let rows = format!("{view}_rows");
     let missing = format!("SELECT source, count(*) AS n FROM {rows} WHERE id IS NULL GROUP BY source ORDER BY n DESC, source LIMIT 5");
     let mut found = Vec::new();
@@ -437,7 +475,11 @@ pub(super) async fn check_ids(ctx: &SessionContext, view: &str, duplicates: Dupl
         let (sources, counts) = (strings(b, 0)?, column_u64(b, 1)?);
         found.extend(sources.iter().zip(counts.values()).map(|(s, n)| format!("input '{s}': {n} document(s) without an id")));
     }
-    let repeated = repeated_ids(ctx, &rows).await?;
+    let in_hold = in_hold && duplicates == DuplicateIds::KeepFirst;
+    let repeated = match in_hold {
+        true => Vec::new(),
+        false => repeated_ids(ctx, &rows).await?,
+    };
     if duplicates == DuplicateIds::Error {
         let mut worst: Vec<&(String, String, u64)> = repeated.iter().collect();
         worst.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| (&a.0, &a.1).cmp(&(&b.0, &b.1))));
@@ -454,6 +496,7 @@ pub(super) async fn check_ids(ctx: &SessionContext, view: &str, duplicates: Dupl
     Ok(Ids {
         dropped: repeated.iter().map(|r| r.2 - 1).sum(),
         repeated: repeated.into_iter().map(|(s, id, _)| (s, id)).collect(),
+        in_hold,
     })
 }
 
@@ -581,18 +624,30 @@ mod tests {
         // Id b twice: the row first by text (x) stays, with the others.
         let rows = "SELECT 'in' AS source, column1 AS id, column2 AS text, CAST(NULL AS VARCHAR) AS title \
                     FROM (VALUES ('a', 'z'), ('b', 'y'), ('b', 'x'), ('c', 'w'))";
-        collect(&ctx, &format!("CREATE VIEW docs_rows AS {rows}")).await.unwrap();
-        let ids = Ids { dropped: 1, repeated: vec![("in".into(), "b".into())] };
-        keep_one_per_id(&ctx, &out, "docs", &ids, DuplicateIds::KeepFirst).await.unwrap();
-        let types = |t: &str| {
+        for view in ["ranked", "held", "every"] {
+            collect(&ctx, &format!("CREATE VIEW {view}_rows AS {rows}")).await.unwrap();
+        }
+        // Ranked by a statement, or found by held documents (first_per_id.rs),
+        // which give the row kept in the types read back.
+        let ids = Ids { dropped: 1, repeated: vec![("in".into(), "b".into())], in_hold: false };
+        keep_one_per_id(&ctx, &out, "ranked", &ids, DuplicateIds::KeepFirst).await.unwrap();
+        let kept = collect(&ctx, "SELECT arrow_cast(source, 'Utf8View') AS source, arrow_cast(id, 'Utf8View') AS id, \
+                                  arrow_cast(text, 'Utf8View') AS text, arrow_cast(title, 'Utf8View') AS title FROM held_rows WHERE text = 'x'").await.unwrap();
+        let schema = kept[0].schema();
+        view_of_first_rows(&ctx, &out, "held", &ids.repeated, (schema.clone(), kept)).await.unwrap();
+        let types = |t: String| {
             let ctx = ctx.clone();
-            let t = t.to_string();
             async move { ctx.table(t.as_str()).await.unwrap().schema().as_arrow().fields().iter().map(|f| f.data_type().clone()).collect::<Vec<_>>() }
         };
-        assert_eq!(types("docs").await, types("docs_rows").await);
-        let batches = collect(&ctx, "SELECT id, text FROM docs ORDER BY id").await.unwrap();
-        let b = datafusion::arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
-        let (ids, texts) = (strings(&b, 0).unwrap(), strings(&b, 1).unwrap());
-        assert_eq!((ids, texts), (vec!["a".to_string(), "b".into(), "c".into()], vec!["z".to_string(), "x".into(), "w".into()]));
+        for view in ["ranked", "held"] {
+            assert_eq!(types(view.into()).await, types(format!("{view}_rows")).await);
+            let batches = collect(&ctx, &format!("SELECT id, text FROM {view} ORDER BY id")).await.unwrap();
+            let b = datafusion::arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+            let (ids, texts) = (strings(&b, 0).unwrap(), strings(&b, 1).unwrap());
+            assert_eq!((ids, texts), (vec!["a".to_string(), "b".into(), "c".into()], vec!["z".to_string(), "x".into(), "w".into()]), "{view}");
+        }
+        // No repeated ids: every row.
+        view_of_first_rows(&ctx, &out, "every", &[], (schema, Vec::new())).await.unwrap();
+        assert_eq!(collect(&ctx, "SELECT * FROM every").await.unwrap().iter().map(RecordBatch::num_rows).sum::<usize>(), 4);
     }
 }

@@ -5,6 +5,7 @@ mod candidates;
 mod config;
 mod context;
 mod copies;
+mod first_per_id;
 mod in_memory;
 mod inputs;
 mod line_set;

@@ -139,22 +139,25 @@ struct Carried {
 /// Run `stages` in order; a store night's stage is `night` (given when
 /// `stages` holds [`Stage::Night`]). Returns the summary's counts of what
 /// the stages found.
-pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: Option<super::nightly::NightStore<'_>>) -> Result<Summary> {
+/// With `first_per_id`, the documents held in memory keep one row per id
+/// (stages.rs, `hold_documents`).
+pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: Option<super::nightly::NightStore<'_>>, first_per_id: bool) -> Result<Summary> {
     let mut carried = Carried::default();
     let mut meta = None;
     // Read by the boilerplate lines and segmentation, then let go.
     let mut documents = match stages.contains(&Stage::Segment) {
-        true => hold_documents(run).await?,
+        true => hold_documents(run, first_per_id).await?,
         false => None,
     };
+    let duplicate_ids_dropped = documents.as_ref().map_or(0, |held| held.duplicate_ids_dropped);
     for &stage in stages {
         match stage {
             Stage::Boilerplate => carried.boilerplate = boilerplate_stage(run).await?,
             Stage::Segment => {
                 let lines = carried.boilerplate.as_ref().map(|set| crate::text::format_set(&set.hashes));
                 carried.corpus_n = segment_stage(run, lines.as_deref()).await?;
-                if let Some(view) = documents.take() {
-                    release_documents(run.ctx, view)?;
+                if let Some(held) = documents.take() {
+                    release_documents(run.ctx, held)?;
                 }
             }
             Stage::CorpusDf => carried.idf = corpus_df_stage(run, carried.corpus_n).await?,
@@ -177,6 +180,7 @@ pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: O
     };
     summary.idf = carried.idf.summary;
     summary.boilerplate_lines = carried.boilerplate.map_or(0, |set| set.hashes.len() as u64);
+    summary.duplicate_ids_dropped = duplicate_ids_dropped;
     Ok(summary)
 }
 

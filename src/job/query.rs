@@ -85,13 +85,11 @@ async fn work_table_sorted(ctx: &SessionContext, statement: &str, path: &str, na
 /// by batch: a sorted batch's values would otherwise point into the buffers
 /// of every batch it was gathered from.
 pub(super) async fn sorted_in_memory(ctx: &SessionContext, statement: &str, sorted_by: &[&str], rows: usize) -> Result<Arc<dyn TableProvider>> {
-    let df = crate::statement::sql(ctx, statement).await?;
-    let schema = as_read_back(df.schema().as_arrow());
-    let batches = run(ctx, df, statement).await?.into_iter().flatten();
+    let (schema, batches) = read_whole(ctx, statement).await?;
     let started = Instant::now();
     let mut partitions = vec![Vec::new(); ctx.state().config().target_partitions().max(1)];
     let count = partitions.len();
-    for (i, batch) in batches.enumerate() {
+    for (i, batch) in batches.into_iter().enumerate() {
         partitions[i % count].push(batch);
     }
     let sort = |p: Vec<RecordBatch>| -> Result<Vec<RecordBatch>> {
@@ -100,6 +98,34 @@ pub(super) async fn sorted_in_memory(ctx: &SessionContext, statement: &str, sort
     };
     let partitions = each_on_its_thread(partitions, sort)?;
     log::debug!("{:>6} ms  sorted by {} in {count} partitions", started.elapsed().as_millis(), sorted_by.join(", "));
+    held_table(schema, partitions, sorted_by)
+}
+
+/// The documents of `statement` as [`sorted_in_memory`] holds them by
+/// (source, id), one row per id ([`super::first_per_id`]): the rows of an
+/// id meet in one partition, dealt there by the id's hash rather than
+/// round robin. Also returns what was left out, and the rows kept of the
+/// repeated ids (compacted, in the table's types).
+pub(super) async fn first_per_id_in_memory(ctx: &SessionContext, statement: &str, rows: usize) -> Result<(Arc<dyn TableProvider>, super::first_per_id::FirstPerId)> {
+    let (schema, batches) = read_whole(ctx, statement).await?;
+    let started = Instant::now();
+    let parts = ctx.state().config().target_partitions().max(1);
+    let mut found = super::first_per_id::first_per_id(&batches, parts, rows, |b| compact_strings(&conform(&b, &schema)?))?;
+    let partitions = std::mem::take(&mut found.partitions);
+    log::debug!("{:>6} ms  one row per id, sorted by source, id in {parts} partitions", started.elapsed().as_millis());
+    Ok((held_table(schema, partitions, &["source", "id"])?, found))
+}
+
+/// Every batch of `statement`, in the types the engine reads back from a
+/// file of them.
+async fn read_whole(ctx: &SessionContext, statement: &str) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let df = crate::statement::sql(ctx, statement).await?;
+    let schema = as_read_back(df.schema().as_arrow());
+    Ok((schema, run(ctx, df, statement).await?.into_iter().flatten().collect()))
+}
+
+/// `partitions`, each sorted by `sorted_by`, as an in-memory table declared so.
+fn held_table(schema: SchemaRef, partitions: Vec<Vec<RecordBatch>>, sorted_by: &[&str]) -> Result<Arc<dyn TableProvider>> {
     let order: Vec<SortExpr> = sorted_by.iter().map(|c| col(*c).sort(true, false)).collect();
     Ok(Arc::new(MemTable::try_new(schema, partitions)?.with_sort_order(vec![order])))
 }

@@ -123,12 +123,14 @@ async fn run_documents_without(spec: &JobSpec, options: &RunOptions, with_join: 
         let checked = check_inputs(&ctx, spec, &job.keep, damaged).await?;
         log_skipped(options, &checked.skipped);
         register_documents(&ctx, spec, &checked, &job.keep, table::DOCUMENTS).await?;
-        let ids = match check_ids(&ctx, table::DOCUMENTS, spec.columns.duplicate_ids).await {
+        let stages = stages(&job, command, false);
+        // Documents held in memory find their repeated ids as they are sorted.
+        let in_hold = crate::session::work_in_memory(&ctx) && stages.contains(&Stage::Segment);
+        let ids = match check_ids(&ctx, table::DOCUMENTS, spec.columns.duplicate_ids, in_hold).await {
             Ok(n) => n,
             Err(e) => return Err(name_bad_file(&ctx, spec, e).await),
         };
         progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
-        let stages = stages(&job, command, false);
         if options.dry_run {
             let summary = dry_run(&ctx, &job, command, &stages, None, spec.overwrite, &checked).await?;
             return Ok(Summary { skipped_files: checked.skipped, ..summary });
@@ -136,7 +138,7 @@ async fn run_documents_without(spec: &JobSpec, options: &RunOptions, with_join: 
         let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
         let mut run = Run { ctx: &ctx, job: &job, out: &out, progress: &mut progress };
         let result = match keep_one_per_id(&ctx, &out, table::DOCUMENTS, &ids, spec.columns.duplicate_ids).await {
-            Ok(()) => run_stages(&mut run, &stages, None).await,
+            Ok(()) => run_stages(&mut run, &stages, None, ids.in_hold).await,
             Err(e) => Err(e),
         };
         let result = match result {
@@ -145,7 +147,8 @@ async fn run_documents_without(spec: &JobSpec, options: &RunOptions, with_join: 
         };
         let result = match result {
             Err(e) => Err(name_bad_file(&ctx, spec, e).await),
-            Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped, skipped_files: checked.skipped, ..summary }),
+            // Counted by the check of ids, or by the held documents.
+            Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped + summary.duplicate_ids_dropped, skipped_files: checked.skipped, ..summary }),
         };
         let report = with_join.then_some((&ctx, &job.spec.join));
         return finish(out, result, progress, report).await;
@@ -188,7 +191,8 @@ async fn store_night(
     let checked = check_inputs(ctx, spec, &job.keep, damaged).await?;
     log_skipped(options, &checked.skipped);
     register_documents(ctx, spec, &checked, &job.keep, table::DOCUMENTS_INPUT).await?;
-    let ids = match check_ids(ctx, table::DOCUMENTS_INPUT, spec.columns.duplicate_ids).await {
+    // A night finds its repeated ids before it leaves out the stored documents.
+    let ids = match check_ids(ctx, table::DOCUMENTS_INPUT, spec.columns.duplicate_ids, false).await {
         Ok(n) => n,
         Err(e) => return Err(name_bad_file(ctx, spec, e).await),
     };
@@ -229,7 +233,7 @@ async fn store_night(
     let result = match inputs.await {
         Ok(()) => {
             let night = nightly::NightStore { store: &mut store, already_stored, reads, lease };
-            match run_stages(&mut run, &stages, Some(night)).await {
+            match run_stages(&mut run, &stages, Some(night), false).await {
                 Ok(found) => summarize(&run, RunCommand::Dedup, found).await,
                 Err(e) => Err(e),
             }

@@ -9,7 +9,8 @@ use datafusion::prelude::SessionContext;
 
 use super::line_set::LineSet;
 use super::context::Run;
-use super::query::{collect, collect_with, column_u64, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS};
+use super::inputs::view_of_first_rows;
+use super::query::{collect, collect_with, column_u64, first_per_id_in_memory, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
 use super::tables::{materialize, FileMetadata, METADATA_KEY};
@@ -36,21 +37,45 @@ const SEGMENTATION_ROWS: usize = 256;
 /// [`SEGMENTATION_ROWS`] as the segmentation statement scans the inputs, so
 /// each partition of the table of terms comes out in (source, id) order and
 /// is not sorted again (query::work_table_sorted checks it).
-pub(super) async fn hold_documents(run: &Run<'_>) -> Result<Option<Arc<dyn TableProvider>>> {
+///
+/// With `first_per_id` (`--duplicate-ids keep-first`, the repeated ids not
+/// yet found: inputs.rs, `check_ids`) the held documents are one row per id
+/// ([`super::first_per_id`]), and the view put back at the end leaves out
+/// the other rows of the repeated ids found.
+pub(super) async fn hold_documents(run: &Run<'_>, first_per_id: bool) -> Result<Option<Held>> {
     let ctx = run.ctx;
     if !crate::session::work_in_memory(ctx) {
-        return Ok(None);
+        return match first_per_id {
+            true => Err(Error::runtime("the repeated ids are left to documents held in memory, and the work is not in memory")),
+            false => Ok(None),
+        };
     }
     let statement = render(sql::DOCUMENTS_IN_MEMORY, &[]);
-    let held = sorted_in_memory(ctx, &statement, &["source", "id"], SEGMENTATION_ROWS).await?;
-    swap_documents(ctx, held).map(Some)
+    if !first_per_id {
+        let held = sorted_in_memory(ctx, &statement, &["source", "id"], SEGMENTATION_ROWS).await?;
+        return Ok(Some(Held { replaced: swap_documents(ctx, held)?, duplicate_ids_dropped: 0 }));
+    }
+    let (held, found) = first_per_id_in_memory(ctx, &statement, SEGMENTATION_ROWS).await?;
+    // The view that later readers (the report's texts, the survivors) read
+    // in its place: the inputs, one row per id as held here.
+    ctx.deregister_table(table::DOCUMENTS)?;
+    view_of_first_rows(ctx, run.out, table::DOCUMENTS, &found.repeated, (held.schema(), found.kept)).await?;
+    Ok(Some(Held { replaced: swap_documents(ctx, held)?, duplicate_ids_dropped: found.dropped }))
+}
+
+/// The documents held in memory ([`hold_documents`]).
+pub(super) struct Held {
+    /// The view of the documents they stand in for.
+    replaced: Arc<dyn TableProvider>,
+    /// The rows left out as repeated ids.
+    pub duplicate_ids_dropped: u64,
 }
 
 /// Put the view `documents` back in place of the documents held in memory
 /// ([`hold_documents`]), which are let go: later readers (the report's
 /// texts) read the inputs again.
-pub(super) fn release_documents(ctx: &SessionContext, view: Arc<dyn TableProvider>) -> Result<()> {
-    swap_documents(ctx, view).map(drop)
+pub(super) fn release_documents(ctx: &SessionContext, held: Held) -> Result<()> {
+    swap_documents(ctx, held.replaced).map(drop)
 }
 
 /// Register `documents` as the table `documents`; returns the one it replaces.
