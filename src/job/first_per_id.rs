@@ -251,7 +251,8 @@ mod tests {
                 all.extend(rows);
             }
             all.sort();
-            // "a/10": the NULL text ranks last; "a/2": "x" before "y".
+            // "a/10": the NULL text ranks last; "a/2": "x" before "y". (As
+            // text, "a/10:" sorts before "a/1:".)
             assert_eq!(all, ["a/10:z", "a/1:v", "a/2:x", "a/3:w", "b/1:q"], "{parts}");
             assert_eq!(found.repeated, [("a".to_string(), "10".to_string()), ("a".into(), "2".into())]);
             assert_eq!(texts(&found.kept), ["a/10:z", "a/2:x"]);
@@ -272,6 +273,7 @@ mod tests {
                 let ids: Vec<String> = texts(p).iter().map(|t| t.split(':').next().unwrap().to_string()).collect();
                 assert!(ids.windows(2).all(|w| w[0] < w[1]), "{parts}: {ids:?}");
             }
+            // Sorted as text, where ':' comes after the digits and the NUL.
             let mut all: Vec<String> = found.partitions.iter().flat_map(|p| texts(p)).collect();
             all.sort();
             assert_eq!(all, ["a/abcdefgh\0:3", "a/abcdefgh0:5", "a/abcdefgh1:4", "a/abcdefgh:2", "b/abcdefgh1:0"], "{parts}");

@@ -56,8 +56,8 @@ pub(super) async fn hold_documents(run: &Run<'_>, first_per_id: bool) -> Result<
         return Ok(Some(Held { replaced: swap_documents(ctx, held)?, duplicate_ids_dropped: 0 }));
     }
     let (held, found) = first_per_id_in_memory(ctx, &statement, SEGMENTATION_ROWS).await?;
-    // The view that later readers (the report's texts, the survivors) read
-    // in its place: the inputs, one row per id as held here.
+    // The view that later readers (the report's texts) read in its place:
+    // the inputs, one row per id as held here.
     ctx.deregister_table(table::DOCUMENTS)?;
     view_of_first_rows(ctx, run.out, table::DOCUMENTS, &found.repeated, (held.schema(), found.kept)).await?;
     Ok(Some(Held { replaced: swap_documents(ctx, held)?, duplicate_ids_dropped: found.dropped }))
