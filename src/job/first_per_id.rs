@@ -65,8 +65,7 @@ pub(super) fn first_per_id(batches: &[RecordBatch], parts: usize, rows: usize, f
     // In (source, id) order, whichever partitions they met in.
     repeated.sort_unstable_by(|a: &Repeated, b: &Repeated| keys.compare(a.kept, b.kept));
     let dropped = repeated.iter().map(|r| r.rows - 1).sum();
-    let ids = repeated.iter().map(|r| Ok((text_at(&batches[r.kept.0], "source", r.kept.1)?, text_at(&batches[r.kept.0], "id", r.kept.1)?)));
-    let ids = ids.collect::<Result<Vec<_>>>()?;
+    let ids = repeated.iter().map(|r| (keys.source(r.kept).to_string(), keys.id_text(r.kept).to_string())).collect();
     let at: Vec<At> = repeated.iter().map(|r| r.kept).collect();
     let kept = match at.is_empty() {
         true => Vec::new(),
@@ -79,15 +78,24 @@ pub(super) fn first_per_id(batches: &[RecordBatch], parts: usize, rows: usize, f
 /// inputs' names, and the first 8 bytes of its id, which order most ids
 /// alone (Weibo's are 6 characters); with the ids, for the ties.
 struct IdKeys {
-    /// Each batch's ids.
+    /// Each batch's sources and ids.
+    sources: Vec<StringViewArray>,
     ids: Vec<StringViewArray>,
     /// Each batch's rows: (source rank, id prefix), and the partition dealt to.
     keys: Vec<Vec<((u32, u64), u32)>>,
 }
 
 impl IdKeys {
-    fn id(&self, (b, r): At) -> &[u8] {
-        self.ids[b].value(r).as_bytes()
+    fn id(&self, at: At) -> &[u8] {
+        self.id_text(at).as_bytes()
+    }
+
+    fn id_text(&self, (b, r): At) -> &str {
+        self.ids[b].value(r)
+    }
+
+    fn source(&self, (b, r): At) -> &str {
+        self.sources[b].value(r)
     }
 
     fn key(&self, (b, r): At) -> (u32, u64) {
@@ -145,7 +153,7 @@ fn id_keys(batches: &[RecordBatch], parts: usize) -> Result<IdKeys> {
     for (b, k) in done.into_iter().collect::<Result<Vec<_>>>()?.into_iter().flatten() {
         keys[b] = k;
     }
-    Ok(IdKeys { ids, keys })
+    Ok(IdKeys { sources, ids, keys })
 }
 
 /// Partition `p`: its rows sorted by (source, id), one per id, and the
@@ -193,12 +201,6 @@ fn ranks_before(batches: &[RecordBatch], a: At, b: At) -> Result<bool> {
 
 fn column<'a>(batch: &'a RecordBatch, name: &str) -> Result<&'a ArrayRef> {
     batch.column_by_name(name).ok_or_else(|| Error::runtime(format!("the documents have no column {name}")))
-}
-
-/// The value of the string column `name` at `row`, as text.
-fn text_at(batch: &RecordBatch, name: &str, row: usize) -> Result<String> {
-    let one = cast(&column(batch, name)?.slice(row, 1), &DataType::Utf8)?;
-    Ok(one.as_any().downcast_ref::<datafusion::arrow::array::StringArray>().map(|s| s.value(0).to_string()).unwrap_or_default())
 }
 
 #[cfg(test)]
