@@ -11,12 +11,14 @@ use std::sync::Arc;
 use datafusion::arrow::array::{new_null_array, Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::{cast, filter};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::TableProvider;
 use datafusion::prelude::SessionContext;
 
 use super::config::{JoinOptions, KeepRule};
 use super::oneshot::{unconfirmed_copies, At};
 use super::query::{collect, column_u64, each_on_its_thread, register_in_memory};
 use super::sql::{self, render, table, Param};
+use super::tables::swap_table;
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
 use crate::udf::minhash_keys::{keys_of_sets, keys_type};
@@ -32,8 +34,27 @@ const VECTOR: usize = 5;
 /// and `eligible` (every fingerprinted document but the copies the check
 /// left out, with what sql/59_in_clusters.sql reads of it); returns how
 /// many copies the check left out.
-pub(super) async fn term_sets_one_shot(ctx: &SessionContext, join: &JoinOptions, keep: &KeepRule, plan: Option<MinHashPlan>, threads: usize) -> Result<u64> {
-    let batches = collect(ctx, &render(sql::COPIES_IN_MEMORY, &[("keep_columns", Param::Sql(&keep.column_list()))])).await?;
+/// The fingerprints are read from `held`, the rows the fingerprint stage
+/// wrote, when it kept them.
+pub(super) async fn term_sets_one_shot(
+    ctx: &SessionContext,
+    (join, keep): (&JoinOptions, &KeepRule),
+    plan: Option<MinHashPlan>,
+    threads: usize,
+    held: Option<Arc<dyn TableProvider>>,
+) -> Result<u64> {
+    let statement = render(sql::COPIES_IN_MEMORY, &[("keep_columns", Param::Sql(&keep.column_list()))]);
+    let batches = match held {
+        // The statement reads them in place of the file, once; later
+        // statements read the file.
+        Some(rows) => {
+            let file = swap_table(ctx, table::FINGERPRINTS, rows)?;
+            let read = collect(ctx, &statement).await;
+            swap_table(ctx, table::FINGERPRINTS, file)?;
+            read?
+        }
+        None => collect(ctx, &statement).await?,
+    };
     let started = std::time::Instant::now();
     // The (source, id) of every row, read where they lie: for the order of
     // copies.

@@ -6,6 +6,9 @@ use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::array::Array;
 use datafusion::arrow::datatypes::{DataType, UInt32Type, UInt64Type};
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
 use datafusion::prelude::SessionContext;
 
 use super::candidates::{eligible_without, minhash_expression, near_pairs};
@@ -147,13 +150,14 @@ impl<'a> Names<'a> {
 
 /// Stage `pairs` of a one-shot run (and of `neardup pairs`): candidates,
 /// the check, clusters and pairs (steps `join`, `verify`, `clusters` and
-/// `pairs`).
+/// `pairs`). `held`: the fingerprints' rows, when the fingerprint stage
+/// kept them for the check of copies.
 pub(super) async fn join_stages(
     ctx: &SessionContext,
     join: &JoinOptions,
     keep: &KeepRule,
     out: &OutputDir,
-    meta: Option<&FileMetadata>,
+    (meta, held): (Option<&FileMetadata>, Option<Arc<dyn TableProvider>>),
     progress: &mut Progress,
 ) -> Result<Summary> {
     progress.begin("join", None);
@@ -164,7 +168,7 @@ pub(super) async fn join_stages(
     let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
 
-    let unconfirmed = eligible(ctx, out, join, keep).await?;
+    let unconfirmed = eligible(ctx, out, (join, keep), held).await?;
 
     // Candidate pairs of distinct fingerprints: the banded join, MinHash
     // bands, or both; then the term-set check.
@@ -199,7 +203,7 @@ pub(super) async fn join_stages(
 /// memory a table the client makes): all, or with a check all but the
 /// copies a shared fingerprint's largest consistent subgroup leaves out; with the check also the table `term_sets` of the term sets that
 /// stand for the fingerprints. Returns how many copies were left out.
-async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions, keep: &KeepRule) -> Result<u64> {
+async fn eligible(ctx: &SessionContext, out: &OutputDir, (join, keep): (&JoinOptions, &KeepRule), held: Option<Arc<dyn TableProvider>>) -> Result<u64> {
     if join.verify.measure().is_none() {
         create_view(ctx, table::ELIGIBLE, "SELECT * FROM fingerprints").await?;
         return Ok(0);
@@ -208,7 +212,7 @@ async fn eligible(ctx: &SessionContext, out: &OutputDir, join: &JoinOptions, kee
     // In memory the client does the two statements' work, and makes
     // `eligible`, from one read.
     if crate::session::work_in_memory(ctx) {
-        return super::copies::term_sets_one_shot(ctx, join, keep, plan, threads).await;
+        return super::copies::term_sets_one_shot(ctx, (join, keep), plan, threads, held).await;
     }
     let rejected = term_sets_by_statements(ctx, out, join, plan, threads).await?;
     eligible_without(ctx, out, &rejected).await?;

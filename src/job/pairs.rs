@@ -54,7 +54,7 @@ pub async fn run_pairs(spec: &PairsSpec, options: &RunOptions) -> Result<Summary
     let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
     let result = async {
         let meta = settings.clone().map(|settings| FileMetadata { settings, idf_n_docs: None, idf_model: None, minhash: None, shingles: None, vectors: None, min_shared: spec.join.min_shared(), boilerplate_set: None });
-        let mut summary = join_stages(&ctx, &spec.join, &keep, &out, meta.as_ref(), &mut progress).await?;
+        let mut summary = join_stages(&ctx, &spec.join, &keep, &out, (meta.as_ref(), None), &mut progress).await?;
         summary.command = RunCommand::Pairs;
         summary.output = out.url().to_string();
         summary.settings = settings;

@@ -2,6 +2,10 @@
 //! executes ([`run_stages`], over the context of [`Run`]) and a dry run
 //! shows (`plan.rs`): the one list serves both.
 
+use std::sync::Arc;
+
+use datafusion::catalog::TableProvider;
+
 use super::context::{Job, Run};
 use super::query::scalar_u64;
 use super::sql::{self, Statement};
@@ -134,6 +138,9 @@ struct Carried {
     corpus_n: u64,
     idf: Idf,
     summary: Option<Summary>,
+    /// The fingerprints as written, held for the copies' check of a
+    /// one-shot join (stages.rs, `fingerprint_stage`).
+    fingerprints: Option<Arc<dyn TableProvider>>,
 }
 
 /// Run `stages` in order; a store night's stage is `night` (given when
@@ -161,10 +168,16 @@ pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: O
                 }
             }
             Stage::CorpusDf => carried.idf = corpus_df_stage(run, carried.corpus_n).await?,
-            Stage::Fingerprints => meta = Some(fingerprint_stage(run, &carried.idf, carried.corpus_n, carried.boilerplate.as_ref()).await?),
+            Stage::Fingerprints => {
+                // A one-shot join's check of copies reads the fingerprints whole, next.
+                let hold = stages.contains(&Stage::Pairs) && run.job.spec.join.verify.measure().is_some();
+                let (written, held) = fingerprint_stage(run, &carried.idf, carried.corpus_n, carried.boilerplate.as_ref(), hold).await?;
+                (meta, carried.fingerprints) = (Some(written), held);
+            }
             Stage::Pairs => {
                 let (join, keep) = (&run.job.spec.join, &run.job.keep);
-                carried.summary = Some(super::oneshot::join_stages(run.ctx, join, keep, run.out, meta.as_ref(), run.progress).await?);
+                let held = carried.fingerprints.take();
+                carried.summary = Some(super::oneshot::join_stages(run.ctx, join, keep, run.out, (meta.as_ref(), held), run.progress).await?);
             }
             Stage::Night => {
                 let store = night.take().expect("a night's stages are given its store");

@@ -13,7 +13,7 @@ use super::inputs::view_of_first_rows;
 use super::query::{collect, collect_with, column_u64, first_per_id_in_memory, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
-use super::tables::{materialize, FileMetadata, METADATA_KEY};
+use super::tables::{materialize, materialize_held, swap_table, FileMetadata, METADATA_KEY};
 use super::candidates::minhash_expression;
 use crate::error::{Error, Result};
 use crate::storage::{copy_file, parquet_key_values, register_parquet};
@@ -80,10 +80,7 @@ pub(super) fn release_documents(ctx: &SessionContext, held: Held) -> Result<()> 
 
 /// Register `documents` as the table `documents`; returns the one it replaces.
 fn swap_documents(ctx: &SessionContext, documents: Arc<dyn TableProvider>) -> Result<Arc<dyn TableProvider>> {
-    let replaced = ctx.deregister_table(table::DOCUMENTS)?;
-    let replaced = replaced.ok_or_else(|| Error::runtime(format!("no table {} to replace", table::DOCUMENTS)))?;
-    ctx.register_table(table::DOCUMENTS, documents)?;
-    Ok(replaced)
+    swap_table(ctx, table::DOCUMENTS, documents)
 }
 
 /// Stage `boilerplate` (optional): the hashes of lines found in at least
@@ -183,8 +180,10 @@ pub(super) async fn corpus_df_stage(run: &mut Run<'_>, corpus_n: u64) -> Result<
 
 /// Stage `fingerprints`: weights, SimHash fingerprints and, in a store's
 /// runs, MinHash keys, into `fingerprints/`; returns the metadata its files carry (with the
-/// identity of `boilerplate`, the lines segmentation dropped).
-pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u64, boilerplate: Option<&LineSet>) -> Result<FileMetadata> {
+/// identity of `boilerplate`, the lines segmentation dropped), and with
+/// `hold` and the work in memory, the rows written, for the copies' check
+/// to read (copies.rs) instead of the file.
+pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u64, boilerplate: Option<&LineSet>, hold: bool) -> Result<(FileMetadata, Option<Arc<dyn TableProvider>>)> {
     let fp = &run.job.spec.fingerprint;
     run.progress.begin("fingerprints", Some(corpus_n));
     let model = idf.model.as_ref();
@@ -213,11 +212,14 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
     // The fingerprints' footer names the keys they hold; the later outputs',
     // the plan the candidates were found with.
     let fp_meta = FileMetadata { minhash: run.job.kept_minhash(), ..meta.clone() };
-    materialize(run.ctx, sql::FINGERPRINTS, &params, &fp_path, table::FINGERPRINTS, Some(&fp_meta)).await?;
+    let held = match hold && crate::session::work_in_memory(run.ctx) {
+        true => Some(materialize_held(run.ctx, sql::FINGERPRINTS, &params, (&fp_path, table::FINGERPRINTS), Some(&fp_meta)).await?),
+        false => materialize(run.ctx, sql::FINGERPRINTS, &params, &fp_path, table::FINGERPRINTS, Some(&fp_meta)).await.map(|()| None)?,
+    };
     // Nothing reads the terms after this: held in memory, they go now.
     run.ctx.deregister_table(table::TERMS)?;
     run.progress.done("fingerprints", format!("weighting {}", fp.weighting));
-    Ok(meta)
+    Ok((meta, held))
 }
 
 /// Stage `survivors` (`--survivors`): each input's rows without the

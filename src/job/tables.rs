@@ -12,9 +12,10 @@ use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::file::metadata::SortingColumn;
 use datafusion::parquet::file::properties::WriterProperties;
+use datafusion::catalog::TableProvider;
 use datafusion::prelude::SessionContext;
 
-use super::query::{collect, column_u64, with_settings, work_batches, LATE_MATERIALIZATION};
+use super::query::{collect, column_u64, copy_and_hold, with_settings, work_batches, LATE_MATERIALIZATION};
 use super::sql::{self, render, table, Param, Statement};
 use super::summary::{FingerprintSettings, SharedText};
 use crate::error::{Error, Result};
@@ -80,6 +81,32 @@ pub(super) async fn materialize(
     seal(ctx, path, meta).await?;
     register_parquet(ctx, table, path).await?;
     Ok(())
+}
+
+/// [`materialize`], also returning the rows written, held in memory
+/// ([`super::query::copy_and_hold`]) for a reader that would read the whole
+/// file back next.
+pub(super) async fn materialize_held(
+    ctx: &SessionContext,
+    statement: Statement,
+    params: &[(&str, Param<'_>)],
+    (path, table): (&str, &str),
+    meta: Option<&FileMetadata>,
+) -> Result<Arc<dyn TableProvider>> {
+    let mut all = params.to_vec();
+    all.push(("path", Param::Text(path)));
+    let held = copy_and_hold(ctx, &render(statement, &all)).await?;
+    seal(ctx, path, meta).await?;
+    register_parquet(ctx, table, path).await?;
+    Ok(held)
+}
+
+/// Register `replacement` as the table `name`; returns the one it replaces.
+pub(super) fn swap_table(ctx: &SessionContext, name: &str, replacement: Arc<dyn TableProvider>) -> Result<Arc<dyn TableProvider>> {
+    let replaced = ctx.deregister_table(name)?;
+    let replaced = replaced.ok_or_else(|| Error::runtime(format!("no table {name} to replace")))?;
+    ctx.register_table(name, replacement)?;
+    Ok(replaced)
 }
 
 /// The report's `pairs` (sql/70_pairs.sql), from the anchors of
