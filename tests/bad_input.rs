@@ -108,7 +108,7 @@ fn duplicate_and_missing_ids_are_refused() {
     // limit, statements do. The same row is kept.
     let on_disk = dir.path().join("kept-on-disk");
     for (out, limit) in [(&kept, None), (&on_disk, Some("1G"))] {
-        let mut args = vec!["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap(), "--duplicate-ids", "keep-first"];
+        let mut args = vec!["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap(), "--duplicate-ids", "keep-first", "--survivors"];
         args.extend(limit.map(|l| ["--memory-limit", l]).into_iter().flatten());
         ok(&neardup(&args));
         let s = summary(out);
@@ -117,6 +117,11 @@ fn duplicate_and_missing_ids_are_refused() {
         assert_eq!(strings(&fingerprints, "id"), ["d1", "d2"]);
         // Of d1's rows, the first by text: "上…" (U+4E0A) before "北…" (U+5317), six characters.
         assert_eq!(u64s(&fingerprints, "n_chars"), [Some(6), Some(1)], "{limit:?}");
+        // The survivors are one row per id too, the same row.
+        let survivors = read_dir(&out.join("survivors/crawl"));
+        let mut rows: Vec<(String, String)> = strings(&survivors, "id").into_iter().zip(strings(&survivors, "text")).collect();
+        rows.sort();
+        assert_eq!(rows, [("d1".to_string(), "上海外滩夜景".to_string()), ("d2".to_string(), "三".to_string())], "{limit:?}");
     }
     // A store night keeps the same row, and knows both ids as stored the next night.
     let store = dir.path().join("store").display().to_string();

@@ -337,25 +337,14 @@ pub(super) async fn register_documents(ctx: &SessionContext, spec: &JobSpec, che
         let schema = register_input(ctx, &table, files).await.map_err(|e| e.context(format!("input '{}'", input.name)))?;
         schemas.push(schema);
     }
-    // The keep rule's column may be missing from some inputs (their
-    // documents rank last), but not from all.
-    let keep_type = match keep.column() {
-        Some(c) => {
-            let found = schemas.iter().find_map(|s| s.field_with_name(c).ok().map(|f| f.data_type().clone()));
-            Some(found.ok_or_else(|| {
-                Error::input(format!("no input has the column '{c}' that the keep rule '{keep}' orders by: check --keep"))
-            })?)
-        }
-        None => None,
-    };
+    let keep_type = keep_type(keep, &schemas)?;
     let mut selects = Vec::new();
     for (i, (input, schema)) in spec.inputs.iter().zip(&schemas).enumerate() {
         let table = format!("input_{i}");
         let title = title_column(spec, input, schema)?;
-        let keep_key = match (keep.column(), &keep_type) {
-            (Some(c), Some(t)) if schema.field_with_name(c).is_ok() => format!(",\n       arrow_cast({}, '{t}') AS keep_key", ident(c)),
-            (Some(_), Some(t)) => format!(",\n       arrow_cast(NULL, '{t}') AS keep_key"),
-            _ => String::new(),
+        let keep_key = match keep_key(keep, keep_type.as_ref(), schema) {
+            Some(key) => format!(",\n       {key} AS keep_key"),
+            None => String::new(),
         };
         selects.push(render(
             sql::DOCUMENTS,
@@ -376,6 +365,53 @@ pub(super) async fn register_documents(ctx: &SessionContext, spec: &JobSpec, che
         collect(ctx, &format!("CREATE VIEW {view} AS SELECT * FROM {view}_rows")).await?;
     }
     Ok(schemas)
+}
+
+/// The type of the keep rule's column, as the documents carry it: its type
+/// in the first input that has it. It may be missing from some inputs
+/// (their documents rank last), but not from all.
+fn keep_type(keep: &KeepRule, schemas: &[SchemaRef]) -> Result<Option<DataType>> {
+    let Some(c) = keep.column() else {
+        return Ok(None);
+    };
+    let found = schemas.iter().find_map(|s| s.field_with_name(c).ok().map(|f| f.data_type().clone()));
+    found
+        .map(Some)
+        .ok_or_else(|| Error::input(format!("no input has the column '{c}' that the keep rule '{keep}' orders by: check --keep")))
+}
+
+/// The keep rule's key of an input's rows, as SQL (`keep_type` from
+/// [`keep_type`]); none without a keep column.
+fn keep_key(keep: &KeepRule, keep_type: Option<&DataType>, schema: &Schema) -> Option<String> {
+    match (keep.column(), keep_type) {
+        (Some(c), Some(t)) if schema.field_with_name(c).is_ok() => Some(format!("arrow_cast({}, '{t}')", ident(c))),
+        (Some(_), Some(t)) => Some(format!("arrow_cast(NULL, '{t}')")),
+        _ => None,
+    }
+}
+
+/// With `--duplicate-ids keep-first`, SQL that keeps, of the rows of input
+/// `i` (aliased `i`) that share an id, the one the documents kept: the
+/// first by text, title and keep key as the documents make them
+/// ([`keep_one_per_id`], first_per_id.rs), then by the input's other
+/// columns of a type that orders, so that rows alike in those three give
+/// the same row on every run. Empty when repeated ids are refused.
+pub(super) fn first_row_of_each_id(spec: &JobSpec, keep: &KeepRule, schemas: &[SchemaRef], i: usize) -> Result<String> {
+    if spec.columns.duplicate_ids == DuplicateIds::Error {
+        return Ok(String::new());
+    }
+    let schema = &schemas[i];
+    let mut order = vec![ident(&spec.columns.text), title_column(spec, &spec.inputs[i], schema)?];
+    order.extend(keep_key(keep, keep_type(keep, schemas)?.as_ref(), schema));
+    order.extend(schema.fields().iter().filter(|f| orders(f.data_type())).map(|f| format!("i.{}", ident(f.name()))));
+    Ok(format!("QUALIFY row_number() OVER (PARTITION BY CAST(i.{} AS VARCHAR) ORDER BY {}) = 1", ident(&spec.columns.id), order.join(", ")))
+}
+
+/// Whether the engine sorts values of type `t` (not lists, maps or structs,
+/// whose order is not needed to tell rows apart in practice).
+fn orders(t: &DataType) -> bool {
+    t.is_primitive() || matches!(t, DataType::Boolean | DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_))
+        || matches!(t, DataType::Dictionary(_, v) if orders(v))
 }
 
 /// What [`check_ids`] found: the rows to drop as repeated ids, and the ids

@@ -9,7 +9,7 @@ use datafusion::prelude::SessionContext;
 
 use super::line_set::LineSet;
 use super::context::Run;
-use super::inputs::view_of_first_rows;
+use super::inputs::{first_row_of_each_id, view_of_first_rows};
 use super::query::{collect, collect_with, column_u64, first_per_id_in_memory, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
@@ -223,17 +223,25 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
 }
 
 /// Stage `survivors` (`--survivors`): each input's rows without the
-/// duplicates, in `survivors/<input>/`.
+/// duplicates, in `survivors/<input>/`; with `--duplicate-ids keep-first`,
+/// one row per id, the one the documents kept.
 pub(super) async fn survivors_stage(run: &mut Run<'_>) -> Result<()> {
     let spec = &run.job.spec;
+    let tables: Vec<String> = (0..spec.inputs.len()).map(|i| format!("input_{i}")).collect();
+    let mut schemas = Vec::with_capacity(tables.len());
+    for table in &tables {
+        schemas.push(Arc::new(run.ctx.table(table.as_str()).await?.schema().as_arrow().clone()));
+    }
     for (i, input) in spec.inputs.iter().enumerate() {
         let path = run.out.staged(&format!("survivors/{}/part-00000.parquet", input.name));
+        let one_row_per_id = first_row_of_each_id(spec, &run.job.keep, &schemas, i)?;
         let statement = render(
             sql::SURVIVORS,
             &[
-                ("table", Param::Ident(&format!("input_{i}"))),
+                ("table", Param::Ident(&tables[i])),
                 ("source", Param::Text(&input.name)),
                 ("id", Param::Ident(&spec.columns.id)),
+                ("one_row_per_id", Param::Sql(&one_row_per_id)),
                 ("path", Param::Text(&path)),
             ],
         );
