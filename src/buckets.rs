@@ -102,7 +102,10 @@ fn one_row_each(fingerprints: &[u64]) -> bool {
 fn shared_keys(rows: &TermSets, chunks: &[std::ops::Range<usize>]) -> Vec<(u64, u64)> {
     let shift = KEY_BITS - SPLIT.trailing_zeros();
     let dealt: Vec<Vec<Vec<u64>>> = on_threads(chunks.to_vec(), |chunk| {
-        let mut parts = vec![Vec::new(); SPLIT];
+        // Each part sized for its share and a little more: growing 64
+        // vectors key by key copied them again and again.
+        let keys: usize = rows.keys[chunk.clone()].iter().map(|k| k.len()).sum();
+        let mut parts: Vec<Vec<u64>> = (0..SPLIT).map(|_| Vec::with_capacity(keys / SPLIT + keys / (8 * SPLIT) + 16)).collect();
         for r in chunk {
             for &key in rows.keys[r] {
                 parts[(narrow(key) >> shift) as usize].push(tagged(key, rows.tonight[r]));
@@ -113,7 +116,8 @@ fn shared_keys(rows: &TermSets, chunks: &[std::ops::Range<usize>]) -> Vec<(u64, 
     let sifted = on_threads(cut(SPLIT, chunks.len(), |_| 1), |parts| {
         let mut run = Vec::new();
         for part in parts {
-            let mut keys: Vec<u64> = dealt.iter().flat_map(|chunk| chunk[part].iter().copied()).collect();
+            let mut keys = Vec::with_capacity(dealt.iter().map(|chunk| chunk[part].len()).sum());
+            dealt.iter().for_each(|chunk| keys.extend_from_slice(&chunk[part]));
             let mut seen = SeenTwice::new(keys.len());
             keys.iter().for_each(|&t| seen.see(narrow(t)));
             keys.retain(|&t| seen.twice(narrow(t)));
