@@ -403,7 +403,9 @@ pub(super) fn first_row_of_each_id(spec: &JobSpec, keep: &KeepRule, schemas: &[S
     let schema = &schemas[i];
     let mut order = vec![ident(&spec.columns.text), title_column(spec, &spec.inputs[i], schema)?];
     order.extend(keep_key(keep, keep_type(keep, schemas)?.as_ref(), schema));
-    order.extend(schema.fields().iter().filter(|f| orders(f.data_type())).map(|f| format!("i.{}", ident(f.name()))));
+    // The id is the window's own, the text its first key.
+    let others = schema.fields().iter().filter(|f| ![&spec.columns.id, &spec.columns.text].contains(&f.name()));
+    order.extend(others.filter(|f| orders(f.data_type())).map(|f| format!("i.{}", ident(f.name()))));
     Ok(format!("QUALIFY row_number() OVER (PARTITION BY CAST(i.{} AS VARCHAR) ORDER BY {}) = 1", ident(&spec.columns.id), order.join(", ")))
 }
 

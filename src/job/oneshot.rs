@@ -2,12 +2,12 @@
 //! candidates among all fingerprints, the term-set check, clusters and
 //! pairs, over the registered `fingerprints`.
 
+use std::sync::Arc;
+
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::array::Array;
 use datafusion::arrow::datatypes::{DataType, UInt32Type, UInt64Type};
-use std::sync::Arc;
-
 use datafusion::catalog::TableProvider;
 use datafusion::prelude::SessionContext;
 
