@@ -24,6 +24,7 @@ pub mod store;
 mod store_run;
 mod summary;
 mod tables;
+mod tap;
 mod touched;
 
 pub use config::{check_run_id, defaults, Candidates, DuplicateIds, OnBadFile, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
