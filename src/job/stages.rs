@@ -212,10 +212,8 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
     // The fingerprints' footer names the keys they hold; the later outputs',
     // the plan the candidates were found with.
     let fp_meta = FileMetadata { minhash: run.job.kept_minhash(), ..meta.clone() };
-    let held = match hold && crate::session::work_in_memory(run.ctx) {
-        true => Some(materialize_held(run.ctx, sql::FINGERPRINTS, &params, (&fp_path, table::FINGERPRINTS), Some(&fp_meta)).await?),
-        false => materialize(run.ctx, sql::FINGERPRINTS, &params, &fp_path, table::FINGERPRINTS, Some(&fp_meta)).await.map(|()| None)?,
-    };
+    let hold = hold && crate::session::work_in_memory(run.ctx);
+    let held = materialize_held(run.ctx, (sql::FINGERPRINTS, &params), (&fp_path, table::FINGERPRINTS), Some(&fp_meta), hold).await?;
     // Nothing reads the terms after this: held in memory, they go now.
     run.ctx.deregister_table(table::TERMS)?;
     run.progress.done("fingerprints", format!("weighting {}", fp.weighting));

@@ -75,27 +75,26 @@ pub(super) async fn materialize(
     table: &str,
     meta: Option<&FileMetadata>,
 ) -> Result<()> {
-    let mut all = params.to_vec();
-    all.push(("path", Param::Text(path)));
-    collect(ctx, &render(statement, &all)).await?;
-    seal(ctx, path, meta).await?;
-    register_parquet(ctx, table, path).await?;
-    Ok(())
+    materialize_held(ctx, (statement, params), (path, table), meta, false).await.map(drop)
 }
 
-/// [`materialize`], also returning the rows written, held in memory
-/// ([`super::query::copy_and_hold`]) for a reader that would read the whole
-/// file back next.
+/// [`materialize`], with `hold` also returning the rows written, held in
+/// memory ([`super::query::copy_and_hold`]) for a reader that would read the
+/// whole file back next.
 pub(super) async fn materialize_held(
     ctx: &SessionContext,
-    statement: Statement,
-    params: &[(&str, Param<'_>)],
+    (statement, params): (Statement, &[(&str, Param<'_>)]),
     (path, table): (&str, &str),
     meta: Option<&FileMetadata>,
-) -> Result<Arc<dyn TableProvider>> {
+    hold: bool,
+) -> Result<Option<Arc<dyn TableProvider>>> {
     let mut all = params.to_vec();
     all.push(("path", Param::Text(path)));
-    let held = copy_and_hold(ctx, &render(statement, &all)).await?;
+    let statement = render(statement, &all);
+    let held = match hold {
+        true => Some(copy_and_hold(ctx, &statement).await?),
+        false => collect(ctx, &statement).await.map(|_| None)?,
+    };
     seal(ctx, path, meta).await?;
     register_parquet(ctx, table, path).await?;
     Ok(held)
