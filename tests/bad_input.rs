@@ -94,6 +94,45 @@ fn damaged_files_among_good_ones_are_named() {
     nothing_left(dir.path(), &out);
 }
 
+/// The survivors of an input read by several cores come in the input's
+/// order, the same file on any number of cores: before, two cores wrote
+/// the rows of their halves as they came, and under keep-first the file
+/// changed from run to run.
+#[test]
+fn survivors_are_the_same_file_on_any_number_of_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("crawl");
+    std::fs::create_dir_all(&folder).unwrap();
+    // Four files, so that the scan has parts for every core; d3 repeats
+    // across two of them, d1 within one.
+    let files: [(&str, Vec<&str>, &[&str]); 4] = [
+        ("a.parquet", vec!["d1", "d2", "d1"], &["北京天安门广场", "上海外滩夜景很美", "北京天安门"]),
+        ("b.parquet", vec!["d3", "d4"], &["广州塔的灯光", "深圳湾公园"]),
+        ("c.parquet", vec!["d5", "d3"], &["杭州西湖断桥", "广州塔"]),
+        ("d.parquet", vec!["d6", "d7"], &["成都大熊猫基地", "重庆洪崖洞夜景"]),
+    ];
+    for (name, ids, values) in files {
+        write(&folder.join(name), ids, texts(values));
+    }
+    let input = format!("crawl={}", folder.display());
+    let run = |cores: &str| {
+        let out = dir.path().join(format!("out-{cores}"));
+        let args = ["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap(), "--duplicate-ids", "keep-first", "--survivors", "--target-partitions", cores];
+        ok(&neardup(&args));
+        let folder = out.join("survivors/crawl");
+        let mut names: Vec<_> = std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().path()).collect();
+        names.sort();
+        names.iter().map(|p| std::fs::read(p).unwrap()).collect::<Vec<_>>()
+    };
+    let one = run("1");
+    assert_eq!(one.len(), 2, "the rows of the other ids, then those kept of the repeated ids");
+    assert!(run("3") == one, "the survivors' files differ between one core and three");
+    let survivors = read_dir(&dir.path().join("out-1/survivors/crawl"));
+    // The other ids in the input's order, then d1 and d3, each by its first text.
+    assert_eq!(strings(&survivors, "id"), ["d2", "d4", "d5", "d6", "d7", "d1", "d3"]);
+    assert_eq!(strings(&survivors, "text")[5..], ["北京天安门".to_string(), "广州塔".to_string()]);
+}
+
 #[test]
 fn duplicate_and_missing_ids_are_refused() {
     let dir = tempfile::tempdir().unwrap();

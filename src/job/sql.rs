@@ -118,7 +118,7 @@ statement!(IN_CLUSTERS, "59_in_clusters.sql", ["keep_columns", "path"], reads [t
 statement!(CLUSTERS, "60_clusters.sql", ["keep_order", "path"], reads [table::IN_CLUSTERS]);
 statement!(ANCHORS, "69_anchors.sql", ["path"], reads [table::CLUSTERS, table::IN_CLUSTERS, table::NEAR_PAIRS, table::STORED, table::STORED_TERM_SETS]);
 statement!(PAIRS, "70_pairs.sql", ["path"], reads [table::ANCHORS, table::IN_CLUSTERS, table::NEAR_PAIRS]);
-statement!(SURVIVORS, "80_survivors.sql", ["source", "id", "table", "one_row_per_id", "path"], reads [table::CLUSTERS]);
+statement!(SURVIVORS, "80_survivors.sql", ["source", "id", "table", "rows", "path"], reads [table::CLUSTERS]);
 statement!(STORE_PROBE, "89_store_probe.sql", ["index", "version", "k", "m"], reads [table::STORED_RUNS]);
 statement!(STORE_UNCONFIRMED, "93_store_unconfirmed.sql", ["measure", "threshold", "min_shared"], reads [table::FINGERPRINTS, table::TERM_SETS]);
 statement!(STORE_RUN, "94_store_run.sql", ["keep_key", "keep_key_f", "keep_order", "run"], reads [table::COMPONENTS, table::ELIGIBLE, table::FINGERPRINTS, table::STORED]);

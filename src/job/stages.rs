@@ -9,8 +9,8 @@ use datafusion::prelude::SessionContext;
 
 use super::line_set::LineSet;
 use super::context::Run;
-use super::inputs::{first_row_of_each_id, view_of_first_rows};
-use super::query::{collect, collect_with, column_u64, first_per_id_in_memory, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS};
+use super::inputs::{repeated_ids_table, surviving_rows, view_of_first_rows};
+use super::query::{collect_with, column_u64, first_per_id_in_memory, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
 use super::tables::{materialize, materialize_held, swap_table, FileMetadata, METADATA_KEY};
@@ -230,20 +230,30 @@ pub(super) async fn survivors_stage(run: &mut Run<'_>) -> Result<()> {
     for table in &tables {
         schemas.push(Arc::new(run.ctx.table(table.as_str()).await?.schema().as_arrow().clone()));
     }
+    let repeated = repeated_ids_table(table::DOCUMENTS);
+    let repeated = run.ctx.table_exist(repeated.as_str())?.then_some(repeated.as_str());
     for (i, input) in spec.inputs.iter().enumerate() {
-        let path = run.out.staged(&format!("survivors/{}/part-00000.parquet", input.name));
-        let one_row_per_id = first_row_of_each_id(spec, &run.job.keep, &schemas, i)?;
-        let statement = render(
-            sql::SURVIVORS,
-            &[
-                ("table", Param::Ident(&tables[i])),
-                ("source", Param::Text(&input.name)),
-                ("id", Param::Ident(&spec.columns.id)),
-                ("one_row_per_id", Param::Sql(&one_row_per_id)),
-                ("path", Param::Text(&path)),
-            ],
-        );
-        collect(run.ctx, &statement).await?;
+        for (n, surviving) in surviving_rows(spec, &run.job.keep, &schemas, i, repeated)?.iter().enumerate() {
+            let path = run.out.staged(&format!("survivors/{}/part-{n:05}.parquet", input.name));
+            let statement = render(
+                sql::SURVIVORS,
+                &[
+                    ("table", Param::Ident(&tables[i])),
+                    ("source", Param::Text(&input.name)),
+                    ("id", Param::Ident(&spec.columns.id)),
+                    ("rows", Param::Sql(&surviving.rows)),
+                    ("path", Param::Text(&path)),
+                ],
+            );
+            // One partition: the rows come in the input's order, whatever
+            // the cores (with two, the scan's two halves were written as
+            // they came, and the file changed from run to run).
+            let one = ("datafusion.execution.target_partitions", "1");
+            // A few rows are found by the ids' filter inside the scan, which
+            // then decodes the other columns of those rows only.
+            let late = ("datafusion.execution.parquet.pushdown_filters", if surviving.few { "true" } else { "false" });
+            collect_with(run.ctx, &[one, late], &statement).await?;
+        }
     }
     run.progress.done("survivors", format!("{} input(s)", spec.inputs.len()));
     Ok(())
