@@ -303,7 +303,11 @@ fn two_nights_at_once_on_a_bucket_store_take_turns() {
     assert_eq!(info["lease"]["holder"], "run 'elsewhere'");
     assert_eq!(info["runs"].as_array().unwrap().len(), 2);
     put_lease(-1);
-    ok(&s3.neardup(&args("2026-11-02").iter().map(String::as_str).collect::<Vec<_>>()));
+    let o = s3.neardup(&args("2026-11-02").iter().map(String::as_str).collect::<Vec<_>>());
+    ok(&o);
+    // The warning `twice_at_once` asserts absent, present where it belongs.
+    assert!(stderr(&o).contains("the lease of run 'elsewhere' (host another-host"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is stale; taking it over"), "{}", stderr(&o));
     // Compaction in the bucket: the same rows, one segment.
     ok(&s3.neardup(&["store", "compact", "--store", store, "--all"]));
     let info: serde_json::Value = serde_json::from_str(&ok(&s3.neardup(&["store", "info", "--store", store, "--json"]))).unwrap();

@@ -229,6 +229,15 @@ pub trait Bucket {
 /// overlapping a slow night would: each run finishes, or is turned away
 /// with exit code 1 because the other holds the store's lease (its message
 /// names `holder`), and at least one finishes.
+///
+/// A run may also stop at its commit, having found the other's lease in
+/// place of its own, and commit nothing. Real S3, GCS and Azure refuse the
+/// second conditional create, but moto checks `If-None-Match` and stores
+/// the object in two steps, so two creates a few microseconds apart can
+/// both succeed there (seen once in CI on a loaded machine). The check
+/// before the commit is what keeps such a store whole, so it is accepted
+/// here as the third way a run may end; that no run took a lease over as
+/// stale rules out our own staleness test as its cause.
 pub fn twice_at_once(args: &[String], env: &[(&'static str, String)], holder: &str) {
     let children: Vec<_> = (0..2)
         .map(|_| {
@@ -244,9 +253,21 @@ pub fn twice_at_once(args: &[String], env: &[(&'static str, String)], holder: &s
     let mut finished = 0;
     for child in children {
         let o = child.wait_with_output().unwrap();
+        // Both runs live, with leases of minutes: neither lease is stale, so
+        // a run that lost the store cannot have been displaced by our code.
+        assert!(!stderr(&o).contains("is stale; taking it over"), "{}", stderr(&o));
         match o.status.code() {
             Some(0) => finished += 1,
-            Some(1) => assert!(stderr(&o).contains(&format!("is held by {holder}")), "{}", stderr(&o)),
+            Some(1) => {
+                let err = stderr(&o);
+                let turned_away = err.contains(&format!("is held by {holder}"));
+                let stopped_at_commit = err.contains("took the store over: nothing was committed")
+                    && err.contains(holder);
+                assert!(turned_away || stopped_at_commit, "{err}");
+                if stopped_at_commit {
+                    eprintln!("one run stopped at its commit: {err}");
+                }
+            }
             other => panic!("exit {other:?}: {}", stderr(&o)),
         }
     }
