@@ -31,8 +31,12 @@ pub struct WordSet {
     by_hash: HashKeyed<Vec<Box<str>>>,
     /// The distinct byte lengths of the words, ascending.
     lengths: Vec<usize>,
-    /// The distinct first characters of the words, ascending.
-    first_chars: Vec<char>,
+    /// A bit per code point, up to the largest that starts a word: set for
+    /// the words' first characters. [`WordSet::found_in`] tests every
+    /// character of every distinct term of every document; a bit costs a
+    /// load where a search of a sorted list cost a loop (Heybox: 1.3 % of
+    /// the instructions of the segmentation statement).
+    first_chars: Vec<u64>,
     len: usize,
 }
 
@@ -44,14 +48,18 @@ impl WordSet {
             if !same_hash.iter().any(|w| **w == *word) {
                 same_hash.push(word.into());
                 set.lengths.push(word.len());
-                set.first_chars.extend(word.chars().next());
+                if let Some(c) = word.chars().next() {
+                    let bit = c as usize;
+                    if set.first_chars.len() <= bit / 64 {
+                        set.first_chars.resize(bit / 64 + 1, 0);
+                    }
+                    set.first_chars[bit / 64] |= 1 << (bit % 64);
+                }
                 set.len += 1;
             }
         }
         set.lengths.sort_unstable();
         set.lengths.dedup();
-        set.first_chars.sort_unstable();
-        set.first_chars.dedup();
         set
     }
 
@@ -72,17 +80,28 @@ impl WordSet {
         self.by_hash.get(&hash).is_some_and(|ws| ws.iter().any(|w| **w == *word))
     }
 
+    /// Whether some word starts with `c`.
+    #[inline]
+    fn may_start(&self, c: char) -> bool {
+        let bit = c as usize;
+        self.first_chars.get(bit / 64).is_some_and(|w| w >> (bit % 64) & 1 == 1)
+    }
+
     /// Whether `text` is, or contains, one of the words: every substring
     /// that starts and ends on a character boundary and has the length of
-    /// some word is looked up.
+    /// some word is looked up. Only starts that leave room for the shortest
+    /// word are tried, so a term shorter than every word (most terms of
+    /// Chinese text are one or two characters) costs a comparison.
     pub fn found_in(&self, text: &str) -> bool {
-        text.char_indices().any(|(start, c)| {
-            self.first_chars.binary_search(&c).is_ok()
-                && self.lengths
-                .iter()
-                .map(|len| start + len)
-                .take_while(|&end| end <= text.len())
-                .any(|end| text.is_char_boundary(end) && self.contains(&text[start..end]))
+        let Some(&shortest) = self.lengths.first() else { return false };
+        text.char_indices().take_while(|&(start, _)| start + shortest <= text.len()).any(|(start, c)| {
+            self.may_start(c)
+                && self
+                    .lengths
+                    .iter()
+                    .map(|len| start + len)
+                    .take_while(|&end| end <= text.len())
+                    .any(|end| text.is_char_boundary(end) && self.contains(&text[start..end]))
         })
     }
 }
@@ -96,11 +115,15 @@ mod tests {
         let set = WordSet::new(["总之", "因此", "a", "总之"]);
         assert_eq!(set.len(), 3);
         assert!(set.contains("总之") && set.contains("a") && !set.contains("总") && !set.contains(""));
-        for (text, found) in [("总之", true), ("总而言之", false), ("所以因此而", true), ("banana", true), ("bcd", false), ("", false)] {
+        for (text, found) in [("总之", true), ("总而言之", false), ("所以因此而", true), ("banana", true), ("bcd", false), ("", false), ("总", false), ("之总", false)] {
             assert_eq!(set.found_in(text), found, "{text}");
             let naive = ["总之", "因此", "a"].iter().any(|w| text.contains(w));
             assert_eq!(set.found_in(text), naive, "{text}");
         }
         assert!(!WordSet::new([]).found_in("anything"));
+        // First characters past the Han block, and text past every first character.
+        let emoji = WordSet::new(["😀好"]);
+        assert!(emoji.found_in("哈😀好") && !emoji.found_in("😀") && !emoji.found_in("好😀") && !emoji.found_in("𠀀😀"));
+        assert!(!set.found_in("😀😀😀"));
     }
 }

@@ -5,8 +5,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use datafusion::arrow::array::{
-    ArrayRef, AsArray, Float64Array, Float64Builder, ListArray, StringBuilder, StructArray, UInt32Array, UInt32Builder,
-    UInt64Builder, UInt8Array, UInt8Builder,
+    ArrayRef, AsArray, Float64Array, ListArray, StringBuilder, StructArray, UInt32Array, UInt64Array, UInt8Array,
 };
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
 use datafusion::arrow::compute::cast;
@@ -175,43 +174,47 @@ impl Default for TermStats {
     }
 }
 
+/// The term statistics of a batch, column by column. The numbers go into
+/// plain vectors, made arrays without a copy: a builder per column checks
+/// and grows a validity bitmap for every value of fields that are never
+/// null (Heybox: 4 % of the segmentation statement).
 #[derive(Default)]
 struct Columns {
     term: StringBuilder,
-    hash: UInt64Builder,
-    count: UInt32Builder,
-    tf: Float64Builder,
-    cx: UInt8Builder,
-    len: Float64Builder,
-    logo: UInt8Builder,
-    title: UInt8Builder,
+    hash: Vec<u64>,
+    count: Vec<u32>,
+    tf: Vec<f64>,
+    cx: Vec<u8>,
+    len: Vec<f64>,
+    logo: Vec<u8>,
+    title: Vec<u8>,
 }
 
 impl Columns {
     fn push(&mut self, stats: &DocStats) {
         for t in &stats.terms {
-            let f = &t.factors;
             self.term.append_value(t.term);
-            self.hash.append_value(t.hash);
-            self.count.append_value(f.count);
-            self.tf.append_value(f.tf);
-            self.cx.append_value(f.cx);
-            self.len.append_value(f.len);
-            self.logo.append_value(f.logo);
-            self.title.append_value(f.title);
         }
+        let factors = || stats.terms.iter().map(|t| &t.factors);
+        self.hash.extend(stats.terms.iter().map(|t| t.hash));
+        self.count.extend(factors().map(|f| f.count));
+        self.tf.extend(factors().map(|f| f.tf));
+        self.cx.extend(factors().map(|f| f.cx));
+        self.len.extend(factors().map(|f| f.len));
+        self.logo.extend(factors().map(|f| f.logo));
+        self.title.extend(factors().map(|f| f.title));
     }
 
     fn finish(mut self) -> StructArray {
         let columns: Vec<ArrayRef> = vec![
             Arc::new(self.term.finish()),
-            Arc::new(self.hash.finish()),
-            Arc::new(self.count.finish()),
-            Arc::new(self.tf.finish()),
-            Arc::new(self.cx.finish()),
-            Arc::new(self.len.finish()),
-            Arc::new(self.logo.finish()),
-            Arc::new(self.title.finish()),
+            Arc::new(UInt64Array::from(self.hash)),
+            Arc::new(UInt32Array::from(self.count)),
+            Arc::new(Float64Array::from(self.tf)),
+            Arc::new(UInt8Array::from(self.cx)),
+            Arc::new(Float64Array::from(self.len)),
+            Arc::new(UInt8Array::from(self.logo)),
+            Arc::new(UInt8Array::from(self.title)),
         ];
         StructArray::new(term_fields(), columns, None)
     }
