@@ -85,6 +85,24 @@ fn classify(bytes: &[u8], i: usize) -> Option<(usize, Class)> {
         };
         return Some((1, class));
     }
+    // Most of Chinese text: U+4E00–U+9FFF, stable, known by its first two
+    // bytes without decoding it (half the normaliser's instructions went to
+    // classifying, most of them to these).
+    if is_unified_han(b, bytes[i + 1..].first().copied().unwrap_or(0)) {
+        return Some((3, Class::Copy));
+    }
+    classify_decoded(bytes, i, b)
+}
+
+/// Whether a character whose UTF-8 begins with bytes `b0`, `b1` is in
+/// U+4E00–U+9FFF (lead byte E4 with a second byte from B8, or E5–E9).
+#[inline]
+fn is_unified_han(b0: u8, b1: u8) -> bool {
+    matches!(b0, 0xE5..=0xE9) || (b0 == 0xE4 && b1 >= 0xB8)
+}
+
+/// [`classify`] of a character that is not ASCII, from its code point.
+fn classify_decoded(bytes: &[u8], i: usize, b: u8) -> Option<(usize, Class)> {
     // Every stable or wide character is three bytes long in UTF-8.
     if b & 0xF0 != 0xE0 {
         return Some((if b >= 0xF0 { 4 } else { 2 }, Class::Composes));
@@ -325,6 +343,19 @@ mod tests {
         // What a wide form maps to never composes with what precedes it.
         for c in (0xFF01..=0xFF5Eu32).filter_map(char::from_u32) {
             assert!(narrow(c).is_ascii());
+        }
+    }
+
+    #[test]
+    fn unified_han_is_known_by_two_bytes() {
+        for c in (0x80..=0xFFFFu32).filter_map(char::from_u32) {
+            let mut buf = [0u8; 4];
+            let bytes = c.encode_utf8(&mut buf).as_bytes();
+            let han = is_unified_han(bytes[0], bytes.get(1).copied().unwrap_or(0));
+            assert_eq!(han, (0x4E00..=0x9FFF).contains(&u32::from(c)), "{c:?}");
+            if han {
+                assert_eq!(classify_decoded(bytes, 0, bytes[0]), Some((3, Class::Copy)), "{c:?}");
+            }
         }
     }
 
