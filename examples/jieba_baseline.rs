@@ -8,6 +8,9 @@
 //! cargo run --release --example jieba_baseline -- FILE.parquet [COLUMN] [MAX_DOCS]
 //! ```
 //!
+//! `JIEBA_BASELINE_WARMUP=N` tags the first N texts before timing (100 by
+//! default).
+//!
 //! The benchmark suite (`bench/perf/run.py`) runs it beside neardup.
 
 use std::fs::File;
@@ -39,8 +42,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let bytes: usize = texts.iter().map(String::len).sum();
 
     let jieba = Jieba::new();
-    // Warm the dictionary's pages and the allocator before timing.
-    for text in texts.iter().take(100) {
+    // Warm the dictionary's pages and the allocator before timing; none
+    // when instructions are counted (bench/perf/instructions.sh), so that
+    // `tag` sees each text once.
+    let warm_up = std::env::var("JIEBA_BASELINE_WARMUP").ok().and_then(|n| n.parse().ok()).unwrap_or(100);
+    for text in texts.iter().take(warm_up) {
         black_box(jieba.tag(text, true));
     }
     let modes: [(&str, &dyn Fn(&str) -> usize); 3] = [
