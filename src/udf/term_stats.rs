@@ -177,7 +177,7 @@ impl Default for TermStats {
 /// The term statistics of a batch, column by column. The numbers go into
 /// plain vectors, made arrays without a copy: a builder per column checks
 /// and grows a validity bitmap for every value of fields that are never
-/// null (Heybox: 4 % of the segmentation statement).
+/// null (3 % of the instructions of `text_features` on long articles).
 #[derive(Default)]
 struct Columns {
     term: StringBuilder,
