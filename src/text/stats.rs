@@ -1,6 +1,8 @@
 //! Per-document term statistics: everything the weightings of docs/algorithm.md §3 need
 //! about one document, computed in a single pass over its tokens.
 
+use std::collections::hash_map::Entry;
+
 use super::{Analyzer, Mode, Token};
 use crate::fingerprint::hash64;
 use crate::weight::TermFactors;
@@ -108,15 +110,17 @@ impl<'a> DocStats<'a> {
         for token in tokens.iter() {
             let hash = hash64(token.term.as_bytes());
             let cx = pos_factor(token.pos);
-            match index.get(&hash) {
-                Some(&i) => {
+            // One probe of the index a token, whether the word is new or not.
+            match index.entry(hash) {
+                Entry::Occupied(seen) => {
+                    let i = *seen.get();
                     let stat = &mut terms[i].factors;
                     stat.count += 1;
                     stat.cx = stat.cx.max(cx);
                     total += u32::from(kept[i]);
                 }
-                None => {
-                    index.insert(hash, terms.len());
+                Entry::Vacant(new) => {
+                    new.insert(terms.len());
                     let feature = analyzer.is_feature_hashed(token.term, hash);
                     kept.push(feature);
                     total += u32::from(feature);
