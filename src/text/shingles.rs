@@ -130,19 +130,48 @@ impl Sketcher {
             out.push(shingle_hash(&self.tokens));
             return;
         }
-        // Each shingle's combination from the one before: take out its first
-        // token, turn the rest back by one place, put in the next token at
-        // the last place. Turning is linear over xor, so this is exactly
-        // `combine` of the window, in four operations rather than ten.
-        let last_turn = TURN * (SHINGLE_TOKENS as u32 - 1);
-        let mut combined = combine(&self.tokens[..SHINGLE_TOKENS]);
-        out.reserve(self.tokens.len() - SHINGLE_TOKENS + 1);
-        out.push(finish(combined));
-        for (first, next) in self.tokens.iter().zip(&self.tokens[SHINGLE_TOKENS..]) {
-            combined = (combined ^ first).rotate_right(TURN) ^ next.rotate_left(last_turn);
-            out.push(finish(combined));
+        let shingles = self.tokens.len() - SHINGLE_TOKENS + 1;
+        // Shingle hashes are uniform: of n of them, about k + k/4 fall below
+        // 2^32 (k + k/4) / n. When at least k distinct ones do, they hold
+        // the k smallest, so a long document keeps only those and sorts
+        // them, instead of keeping all and selecting (a tenth of the sketch
+        // of a long article). Fewer (a text that repeats itself, or one
+        // chance in thousands) take the whole way.
+        let first = SKETCH_SIZE + SKETCH_SIZE / 4;
+        if shingles > 2 * first {
+            let below = ((first as u64) << 32) / shingles as u64;
+            roll(&self.tokens, |h| {
+                if u64::from(h) < below {
+                    out.push(h);
+                }
+            });
+            out.sort_unstable();
+            out.dedup();
+            if out.len() >= SKETCH_SIZE {
+                out.truncate(SKETCH_SIZE);
+                return;
+            }
+            out.clear();
         }
+        out.reserve(shingles);
+        roll(&self.tokens, |h| out.push(h));
         bottom(out, SKETCH_SIZE);
+    }
+}
+
+/// The hash of every shingle of `tokens` (at least [`SHINGLE_TOKENS`]), in
+/// order. Each shingle's combination is made from the one before: take out
+/// its first token, turn the rest back by one place, put in the next token
+/// at the last place. Turning is linear over xor, so this is exactly
+/// `combine` of the window, in four operations rather than ten.
+#[inline]
+fn roll(tokens: &[u64], mut each: impl FnMut(u32)) {
+    let last_turn = TURN * (SHINGLE_TOKENS as u32 - 1);
+    let mut combined = combine(&tokens[..SHINGLE_TOKENS]);
+    each(finish(combined));
+    for (first, next) in tokens.iter().zip(&tokens[SHINGLE_TOKENS..]) {
+        combined = (combined ^ first).rotate_right(TURN) ^ next.rotate_left(last_turn);
+        each(finish(combined));
     }
 }
 
@@ -240,6 +269,22 @@ mod tests {
         alone.sort_unstable();
         alone.dedup();
         assert_eq!((rolled.len(), rolled), (tokens.len() - SHINGLE_TOKENS + 1, alone));
+    }
+
+    #[test]
+    fn a_long_sketch_is_the_bottom_of_every_hash() {
+        // Long texts of distinct words, of repeated passages (fewer distinct
+        // shingles below the cut than the sketch keeps), and of one word.
+        let repeated = std::iter::repeat_n(words(300, "r"), 8).collect::<Vec<_>>().join(" ");
+        for text in [words(700, "a"), words(5000, "b"), repeated, "x ".repeat(3000)] {
+            let mut tokens = Vec::new();
+            token_hashes(&text, &mut tokens);
+            let mut all: Vec<u32> = tokens.windows(SHINGLE_TOKENS).map(shingle_hash).collect();
+            all.sort_unstable();
+            all.dedup();
+            all.truncate(SKETCH_SIZE);
+            assert_eq!(sketch(&text), all, "{} tokens", tokens.len());
+        }
     }
 
     #[test]
