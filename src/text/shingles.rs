@@ -145,10 +145,7 @@ impl Sketcher {
                     out.push(h);
                 }
             });
-            out.sort_unstable();
-            out.dedup();
-            if out.len() >= SKETCH_SIZE {
-                out.truncate(SKETCH_SIZE);
+            if cut_to_distinct(out, SKETCH_SIZE) {
                 return;
             }
             out.clear();
@@ -184,17 +181,23 @@ fn bottom(hashes: &mut Vec<u32>, k: usize) {
     if hashes.len() > first {
         hashes.select_nth_unstable(first - 1);
         let mut smallest = hashes[..first].to_vec();
-        smallest.sort_unstable();
-        smallest.dedup();
-        if smallest.len() >= k {
-            smallest.truncate(k);
+        if cut_to_distinct(&mut smallest, k) {
             *hashes = smallest;
             return;
         }
     }
-    hashes.sort_unstable();
-    hashes.dedup();
-    hashes.truncate(k);
+    cut_to_distinct(hashes, k);
+}
+
+/// `values` sorted, without repeats, cut to `k`; whether `k` were left. If
+/// so, and `values` were the smallest of a longer list, they are now its
+/// `k` smallest distinct values.
+fn cut_to_distinct(values: &mut Vec<u32>, k: usize) -> bool {
+    values.sort_unstable();
+    values.dedup();
+    let full = values.len() >= k;
+    values.truncate(k);
+    full
 }
 
 /// The sketch of a normalised text (see [`Sketcher::sketch`]).
