@@ -15,4 +15,4 @@ pub use lines::{format_set, line_hashes, parse_set, strip_lines};
 pub use normalize::{normalize, normalize_at_most, normalize_into};
 pub use stats::{DocStats, StatsScratch, TermStat};
 pub use words::{HashKeyed, IdentityHasher, WordSet};
-pub use tokenize::{is_han, recycle, Analyzer, AnalyzerOptions, Mode, Token, MAX_CHAR_NGRAM};
+pub use tokenize::{is_han, is_letter_or_digit, recycle, Analyzer, AnalyzerOptions, Mode, Token, MAX_CHAR_NGRAM};

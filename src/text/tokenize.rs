@@ -243,13 +243,7 @@ impl Analyzer {
     /// [`Analyzer::is_feature`] of a term whose `hash64` is `hash`: a caller
     /// that hashes its terms anyway (term statistics) does not hash twice.
     pub fn is_feature_hashed(&self, term: &str, hash: u64) -> bool {
-        // The unified Han block and ASCII first: the general test is a table search.
-        let letter_or_digit = |c: char| match c as u32 {
-            0..=0x7F => c.is_ascii_alphanumeric(),
-            0x4E00..=0x9FFF => true,
-            _ => c.is_alphanumeric(),
-        };
-        term.chars().any(letter_or_digit)
+        term.chars().any(is_letter_or_digit)
             && !self.stopwords.contains_hashed(term, hash)
     }
 
@@ -351,6 +345,21 @@ pub fn is_han(c: char) -> bool {
         0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2EBEF | 0x2F800..=0x2FA1F)
 }
 
+/// `c.is_alphanumeric()`, answered without Unicode's tables for the
+/// characters of Chinese text: ASCII, the unified Han block (letters), and
+/// its punctuation and symbols (。、“”《》—★→…, neither), where the tables
+/// cost 330 instructions a character. The test compares every code point.
+#[inline]
+pub fn is_letter_or_digit(c: char) -> bool {
+    match c as u32 {
+        0..=0x7F => c.is_ascii_alphanumeric(),
+        0x4E00..=0x9FFF => true,
+        0x2000..=0x206F | 0x2190..=0x245F | 0x2500..=0x2775 | 0x2794..=0x27BF | 0x3000..=0x3004 | 0x3008..=0x3020 => false,
+        0x1F300..=0x1FAFF => false,
+        _ => c.is_alphanumeric(),
+    }
+}
+
 fn word_boundaries<'a>(text: &'a str, out: &mut Vec<Token<'a>>) {
     out.extend(text.unicode_words().map(|w| Token {
         term: w,
@@ -413,6 +422,12 @@ mod tests {
         let mut words = Vec::new();
         built[0].words("云计算平台", Mode::Precise, true, &mut words);
         assert_eq!(words.iter().map(|t| (t.term, t.pos)).collect::<Vec<_>>(), [("云计算平台", "n")]);
+    }
+
+    #[test]
+    fn letters_and_digits_are_those_of_unicode() {
+        let differ: Vec<u32> = (0..=0x10FFFFu32).filter_map(char::from_u32).filter(|&c| is_letter_or_digit(c) != c.is_alphanumeric()).map(u32::from).collect();
+        assert!(differ.is_empty(), "{differ:x?}");
     }
 
     #[test]
