@@ -250,11 +250,12 @@ async fn run_plan(ctx: &SessionContext, plan: Arc<dyn ExecutionPlan>, statement:
 /// documents; kept as they came, its table of terms was 3,000 batches of 256
 /// posts, and every statement over it (the fingerprints' UDFs and their sort
 /// by id) paid per batch (Weibo: the sort alone 0.36 s of CPU against 0.18 s).
-const WORK_BATCH_ROWS: usize = 8192;
+pub(super) const WORK_BATCH_ROWS: usize = 8192;
 
 /// The output of `plan`, partition by partition, in batches of about
 /// [`WORK_BATCH_ROWS`] rows: each partition's small batches are joined as
-/// they come, on its own task, while they are still in cache.
+/// they come, on its own task, while they are still in cache. Batches of
+/// half that or more are kept as they come, not copied.
 async fn collect_coalesced(plan: Arc<dyn ExecutionPlan>, ctx: &SessionContext) -> Result<Vec<Vec<RecordBatch>>> {
     let count = plan.output_partitioning().partition_count();
     // A JoinSet: when one partition fails, dropping the set stops the others.
@@ -262,7 +263,7 @@ async fn collect_coalesced(plan: Arc<dyn ExecutionPlan>, ctx: &SessionContext) -
     for i in 0..count {
         let mut stream = plan.execute(i, ctx.task_ctx())?;
         tasks.spawn(async move {
-            let mut coalescer = BatchCoalescer::new(stream.schema(), WORK_BATCH_ROWS);
+            let mut coalescer = BatchCoalescer::new(stream.schema(), WORK_BATCH_ROWS).with_biggest_coalesce_batch_size(Some(WORK_BATCH_ROWS / 2));
             let mut batches = Vec::new();
             while let Some(batch) = stream.next().await {
                 coalescer.push_batch(batch?)?;

@@ -10,7 +10,7 @@ use datafusion::prelude::SessionContext;
 use super::line_set::LineSet;
 use super::context::Run;
 use super::inputs::{repeated_ids_table, surviving_rows, view_of_first_rows};
-use super::query::{collect_with, column_u64, first_per_id_in_memory, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS};
+use super::query::{collect_with, column_u64, first_per_id_in_memory, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS, WORK_BATCH_ROWS};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
 use super::tables::{materialize, materialize_held, swap_table, FileMetadata, METADATA_KEY};
@@ -26,15 +26,20 @@ use crate::storage::{copy_file, parquet_key_values, register_parquet};
 const SEGMENTATION_SETTINGS: &[(&str, &str)] =
     &[WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", "256")];
 
-/// Rows of a batch under [`SEGMENTATION_SETTINGS`] (a test holds the two equal).
-const SEGMENTATION_ROWS: usize = 256;
+/// Settings for segmentation over the documents held in memory
+/// ([`hold_documents`]): they were dealt to every core as they were read,
+/// so batches as large as a work table's keep every core busy, and the
+/// terms come out in batches the table keeps as they are. In batches of 256
+/// rows, joining them up took 5 % of a one-core `fingerprint` over
+/// `weibo_reposts` (docs/performance.md).
+const HELD_SEGMENTATION_SETTINGS: &[(&str, &str)] = &[WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", "8192")];
 
 /// The documents read once into memory and sorted by (source, id),
 /// registered as `documents` in place of the view, which is returned to be
 /// put back ([`release_documents`]) once segmentation is done; nothing when
 /// the run's work does not stay in memory (sql/12_documents_in_memory.sql).
 /// Its partitions, one a core, are each sorted, in batches of
-/// [`SEGMENTATION_ROWS`] as the segmentation statement scans the inputs, so
+/// [`WORK_BATCH_ROWS`] as the segmentation statement scans them, so
 /// each partition of the table of terms comes out in (source, id) order and
 /// is not sorted again (query::work_table_sorted checks it).
 ///
@@ -52,10 +57,10 @@ pub(super) async fn hold_documents(run: &Run<'_>, first_per_id: bool) -> Result<
     }
     let statement = render(sql::DOCUMENTS_IN_MEMORY, &[]);
     if !first_per_id {
-        let held = sorted_in_memory(ctx, &statement, &["source", "id"], SEGMENTATION_ROWS).await?;
+        let held = sorted_in_memory(ctx, &statement, &["source", "id"], WORK_BATCH_ROWS).await?;
         return Ok(Some(Held { replaced: swap_documents(ctx, held)?, duplicate_ids_dropped: 0 }));
     }
-    let (held, found) = first_per_id_in_memory(ctx, &statement, SEGMENTATION_ROWS).await?;
+    let (held, found) = first_per_id_in_memory(ctx, &statement, WORK_BATCH_ROWS).await?;
     // The view that later readers (the report's texts) read in its place:
     // the inputs, one row per id as held here.
     ctx.deregister_table(table::DOCUMENTS)?;
@@ -129,7 +134,11 @@ pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>) 
     );
     // In the order of 40_fingerprints.sql's output, which then needs no
     // sort; already in that order when the documents are held in memory.
-    work_table_with(ctx, SEGMENTATION_SETTINGS, (&statement, &terms_path, table::TERMS), &["source", "id"]).await?;
+    let settings = match crate::session::work_in_memory(ctx) {
+        true => HELD_SEGMENTATION_SETTINGS,
+        false => SEGMENTATION_SETTINGS,
+    };
+    work_table_with(ctx, settings, (&statement, &terms_path, table::TERMS), &["source", "id"]).await?;
     let corpus_n = scalar_u64(ctx, &render(sql::CORPUS_SIZE, &[])).await?;
     run.progress.done("segment", format!("{corpus_n} documents with terms"));
     Ok(corpus_n)
@@ -305,7 +314,7 @@ async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &Fingerprin
 mod tests {
     #[test]
     fn the_documents_held_in_memory_come_in_the_batches_segmentation_scans() {
-        let batch_size = super::SEGMENTATION_ROWS.to_string();
-        assert!(super::SEGMENTATION_SETTINGS.contains(&("datafusion.execution.batch_size", batch_size.as_str())));
+        let batch_size = super::WORK_BATCH_ROWS.to_string();
+        assert!(super::HELD_SEGMENTATION_SETTINGS.contains(&("datafusion.execution.batch_size", batch_size.as_str())));
     }
 }

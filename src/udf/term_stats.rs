@@ -120,40 +120,48 @@ pub(super) fn analyze(args: &ScalarFunctionArgs, name: &str, with_sketches: bool
     offsets.push(0i32);
     let mut valid = Vec::with_capacity(rows);
     let mut sketch_lists = with_sketches.then(|| SketchLists::new(rows));
-    let batch = Normalised::of((&texts, &titles, rows), boilerplate.as_deref(), sketch_lists.as_mut(), name)?;
     let mut spare: Vec<Token> = Vec::new();
     let mut spare_terms: Vec<TermStat> = Vec::new();
     let mut scratch = StatsScratch::default();
-    let mut written = 0usize;
-    for doc in (0..rows).map(|i| batch.get(i)) {
-        if let Some(doc) = doc {
-            let mut tokens = recycle(std::mem::take(&mut spare));
-            let terms = std::mem::take(&mut spare_terms);
-            let stats = DocStats::compute(&settings.analyzer, doc, (settings.mode, with_pos), (&mut tokens, terms), &mut scratch);
-            columns.push(&stats);
-            written += stats.terms.len();
-            spare_terms = stats.recycle();
-            spare = recycle(tokens);
+    let (mut written, mut bytes) = (0usize, 0u64);
+    for chunk in (0..rows).step_by(NORMALISED_ROWS).map(|start| start..rows.min(start + NORMALISED_ROWS)) {
+        let batch = Normalised::of((&texts, &titles, chunk.clone()), boilerplate.as_deref(), sketch_lists.as_mut(), name)?;
+        bytes += batch.bytes;
+        for doc in chunk.map(|i| batch.get(i)) {
+            if let Some(doc) = doc {
+                let mut tokens = recycle(std::mem::take(&mut spare));
+                let terms = std::mem::take(&mut spare_terms);
+                let stats = DocStats::compute(&settings.analyzer, doc, (settings.mode, with_pos), (&mut tokens, terms), &mut scratch);
+                columns.push(&stats);
+                written += stats.terms.len();
+                spare_terms = stats.recycle();
+                spare = recycle(tokens);
+            }
+            valid.push(doc.is_some());
+            let Ok(offset) = i32::try_from(written) else {
+                return exec_err!("{name}: more than 2^31 terms in one batch; lower datafusion.execution.batch_size");
+            };
+            offsets.push(offset);
         }
-        valid.push(doc.is_some());
-        let Ok(offset) = i32::try_from(written) else {
-            return exec_err!("{name}: more than 2^31 terms in one batch; lower datafusion.execution.batch_size");
-        };
-        offsets.push(offset);
     }
     let nulls = Some(NullBuffer::from(valid));
     let terms = ListArray::new(item_field(), OffsetBuffer::new(offsets.into()), Arc::new(columns.finish()), nulls.clone());
-    crate::progress::add(rows as u64, batch.bytes);
+    crate::progress::add(rows as u64, bytes);
     Ok((terms, sketch_lists.map(|lists| lists.finish(nulls)), all_scalar))
 }
 
-/// A batch's texts and titles, stripped of boilerplate lines and
-/// normalised, one after another in one string. `analyze` normalises (and
-/// sketches) every text of a batch before it segments any: with jieba-rs
-/// alone in the second pass, its tables stay in the cache (one-core
-/// `text_features` over `weibo_reposts`: 10 of 13 interleaved rounds
-/// faster, by 4 % at the median; docs/performance.md).
+/// Rows that `analyze` normalises (and sketches) before it segments any:
+/// with jieba-rs alone in the second pass, its tables stay in the cache
+/// (one-core `text_features` over `weibo_reposts`: 10 of 13 interleaved
+/// rounds faster, by 4 % at the median; docs/performance.md). Few enough
+/// that long articles' normal forms stay in the cache too.
+const NORMALISED_ROWS: usize = 256;
+
+/// Some rows' texts and titles, stripped of boilerplate lines and
+/// normalised, one after another in one string.
 struct Normalised {
+    /// The first row.
+    first: usize,
     text: String,
     /// Each row's text and title, as ranges of `text`; None for a NULL text.
     docs: Vec<Option<(Range<usize>, Option<Range<usize>>)>>,
@@ -162,17 +170,17 @@ struct Normalised {
 }
 
 impl Normalised {
-    /// The first `rows` of `texts` and `titles` normalised and, given the lists, sketched.
+    /// The `rows` of `texts` and `titles` normalised and, given the lists, sketched.
     fn of(
-        (texts, titles, rows): (&Strings, &Strings, usize),
+        (texts, titles, rows): (&Strings, &Strings, Range<usize>),
         boilerplate: Option<&HashSet<u64>>,
         mut sketches: Option<&mut SketchLists>,
         name: &str,
     ) -> Result<Normalised> {
-        let mut batch = Normalised { text: String::new(), docs: Vec::with_capacity(rows), bytes: 0 };
+        let mut batch = Normalised { first: rows.start, text: String::new(), docs: Vec::with_capacity(rows.len()), bytes: 0 };
         let (mut buf, mut line_buf, mut stripped) = (String::new(), String::new(), String::new());
         let (mut sketcher, mut sketch) = (Sketcher::default(), Vec::new());
-        for i in 0..rows {
+        for i in rows {
             sketch.clear();
             let doc = texts.get(i).map(|mut text| {
                 batch.bytes += text.len() as u64;
@@ -207,7 +215,7 @@ impl Normalised {
 
     /// Row `i`'s normalised text and title.
     fn get(&self, i: usize) -> Option<(&str, Option<&str>)> {
-        let (text, title) = self.docs[i].as_ref()?;
+        let (text, title) = self.docs[i - self.first].as_ref()?;
         Some((&self.text[text.clone()], title.as_ref().map(|t| &self.text[t.clone()])))
     }
 }

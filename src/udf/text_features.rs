@@ -105,4 +105,34 @@ mod tests {
         let dropped = batch.column(2).as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0);
         assert!(dropped > 0, "{dropped}");
     }
+
+    #[tokio::test]
+    async fn a_batch_gives_what_its_rows_give_one_at_a_time() {
+        use std::sync::Arc;
+        use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+        use datafusion::datasource::MemTable;
+        use datafusion::prelude::SessionConfig;
+        // 600 rows, over two of the chunks `analyze` normalises at once,
+        // with NULL texts and titles among them.
+        let sentences = ["国家统计局今天发布了十月份的居民消费价格数据。", "据新华社报道，市政府召开新闻发布会。", "The council met on Monday."];
+        let texts: Vec<Option<String>> = (0..600).map(|i| (i % 7 != 3).then(|| format!("{}第{i}次会议。", sentences[i % 3]))).collect();
+        let titles: Vec<Option<String>> = (0..600).map(|i| (i % 5 == 0).then(|| format!("会议{i}"))).collect();
+        let batch = RecordBatch::try_from_iter([
+            ("text", Arc::new(StringArray::from(texts)) as ArrayRef),
+            ("title", Arc::new(StringArray::from(titles)) as ArrayRef),
+        ])
+        .unwrap();
+        let mut results = Vec::new();
+        for rows in [8192, 1] {
+            let mut state = SessionContext::new_with_config(SessionConfig::new().with_batch_size(rows).with_target_partitions(1)).state();
+            crate::udf::register_all(&mut state).unwrap();
+            let ctx = SessionContext::new_with_state(state);
+            ctx.register_table("docs", Arc::new(MemTable::try_new(batch.schema(), vec![vec![batch.clone()]]).unwrap())).unwrap();
+            let out = ctx.sql("SELECT text_features(text, title, 'precise', '', true) AS f FROM docs").await.unwrap().collect().await.unwrap();
+            assert_eq!(out.len(), if rows == 1 { 600 } else { 1 });
+            results.push(datafusion::arrow::compute::concat_batches(&out[0].schema(), &out).unwrap());
+        }
+        assert_eq!(results[0].column(0).as_struct().column_by_name("terms").unwrap().as_list::<i32>().value(1).len(), 11);
+        assert_eq!(results[0], results[1]);
+    }
 }
