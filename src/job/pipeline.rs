@@ -157,12 +157,13 @@ pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: O
         false => None,
     };
     let duplicate_ids_dropped = documents.as_ref().map_or(0, |held| held.duplicate_ids_dropped);
+    let held = documents.is_some();
     for &stage in stages {
         match stage {
-            Stage::Boilerplate => carried.boilerplate = boilerplate_stage(run).await?,
+            Stage::Boilerplate => carried.boilerplate = boilerplate_stage(run, held).await?,
             Stage::Segment => {
                 let lines = carried.boilerplate.as_ref().map(|set| crate::text::format_set(&set.hashes));
-                carried.corpus_n = segment_stage(run, lines.as_deref()).await?;
+                carried.corpus_n = segment_stage(run, lines.as_deref(), held).await?;
                 if let Some(held) = documents.take() {
                     release_documents(run.ctx, held)?;
                 }

@@ -26,13 +26,22 @@ use crate::storage::{copy_file, parquet_key_values, register_parquet};
 const SEGMENTATION_SETTINGS: &[(&str, &str)] =
     &[WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", "256")];
 
-/// Settings for segmentation over the documents held in memory
+/// The same statements' settings over the documents held in memory
 /// ([`hold_documents`]): they were dealt to every core as they were read,
 /// so batches as large as a work table's keep every core busy, and the
 /// terms come out in batches the table keeps as they are. In batches of 256
 /// rows, joining them up took 5 % of a one-core `fingerprint` over
 /// `weibo_reposts` (docs/performance.md).
 const HELD_SEGMENTATION_SETTINGS: &[(&str, &str)] = &[WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", "8192")];
+
+/// The settings of a statement over every document: `held`, the documents
+/// are held in memory ([`hold_documents`]).
+fn per_document_settings(held: bool) -> &'static [(&'static str, &'static str)] {
+    match held {
+        true => HELD_SEGMENTATION_SETTINGS,
+        false => SEGMENTATION_SETTINGS,
+    }
+}
 
 /// The documents read once into memory and sorted by (source, id),
 /// registered as `documents` in place of the view, which is returned to be
@@ -92,7 +101,8 @@ fn swap_documents(ctx: &SessionContext, documents: Arc<dyn TableProvider>) -> Re
 /// `--boilerplate-lines` documents, the set that segmentation leaves out
 /// (none: `None`). With `--boilerplate-set` (a store's frozen set, which
 /// every night after its first is given) the set is read, not counted.
-pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<Option<LineSet>> {
+/// `held`: the documents are held in memory ([`hold_documents`]).
+pub(super) async fn boilerplate_stage(run: &mut Run<'_>, held: bool) -> Result<Option<LineSet>> {
     let fp = &run.job.spec.fingerprint;
     let Some(n) = fp.boilerplate_min_docs() else {
         return Ok(None);
@@ -102,7 +112,7 @@ pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<Option<LineSe
         run.progress.done("boilerplate", format!("{} lines of the frozen set '{url}'", set.hashes.len()));
         return Ok(Some(set));
     }
-    let batches = collect_with(run.ctx, SEGMENTATION_SETTINGS, &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
+    let batches = collect_with(run.ctx, per_document_settings(held), &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
     let mut hashes = Vec::new();
     for b in &batches {
         hashes.extend_from_slice(column_u64(b, 0)?.values());
@@ -112,8 +122,9 @@ pub(super) async fn boilerplate_stage(run: &mut Run<'_>) -> Result<Option<LineSe
 }
 
 /// Stage `segment`: every document segmented once, into the work table
-/// `terms`; returns the documents with terms.
-pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>) -> Result<u64> {
+/// `terms`; returns the documents with terms. `held`: the documents are
+/// held in memory ([`hold_documents`]).
+pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>, held: bool) -> Result<u64> {
     // The analyzer was built beside the earlier stages: its errors show here.
     run.job.analyzer_ready()?;
     let (ctx, fp) = (run.ctx, &run.job.spec.fingerprint);
@@ -134,11 +145,7 @@ pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>) 
     );
     // In the order of 40_fingerprints.sql's output, which then needs no
     // sort; already in that order when the documents are held in memory.
-    let settings = match crate::session::work_in_memory(ctx) {
-        true => HELD_SEGMENTATION_SETTINGS,
-        false => SEGMENTATION_SETTINGS,
-    };
-    work_table_with(ctx, settings, (&statement, &terms_path, table::TERMS), &["source", "id"]).await?;
+    work_table_with(ctx, per_document_settings(held), (&statement, &terms_path, table::TERMS), &["source", "id"]).await?;
     let corpus_n = scalar_u64(ctx, &render(sql::CORPUS_SIZE, &[])).await?;
     run.progress.done("segment", format!("{corpus_n} documents with terms"));
     Ok(corpus_n)
