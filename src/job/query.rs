@@ -245,11 +245,13 @@ async fn run_plan(ctx: &SessionContext, plan: Arc<dyn ExecutionPlan>, statement:
     Ok(partitions)
 }
 
-/// Rows of a work table per batch: the engine's own batch size. The segment
-/// stage scans small batches so that every core gets some of a few long
-/// documents; kept as they came, its table of terms was 3,000 batches of 256
-/// posts, and every statement over it (the fingerprints' UDFs and their sort
-/// by id) paid per batch (Weibo: the sort alone 0.36 s of CPU against 0.18 s).
+/// Rows of a work table per batch: the engine's own batch size. Segmentation
+/// over inputs read from their files scans small batches so that every core
+/// gets some of a few long documents; kept as they came, its table of terms
+/// was 3,000 batches of 256 posts, and every statement over it (the
+/// fingerprints' UDFs and their sort by id) paid per batch (Weibo: the sort
+/// alone 0.36 s of CPU against 0.18 s). Over the documents held in memory it
+/// scans batches of this size (stages.rs, `HELD_SEGMENTATION_SETTINGS`).
 pub(super) const WORK_BATCH_ROWS: usize = 8192;
 
 /// The output of `plan`, partition by partition, in batches of about
