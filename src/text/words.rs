@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use fixedbitset::FixedBitSet;
+
 use crate::fingerprint::hash64;
 
 /// A hasher for keys that are already good 64-bit hashes.
@@ -36,7 +38,7 @@ pub struct WordSet {
     /// character of every distinct term of every document; a bit costs a
     /// load where a search of a sorted list cost a loop (with the test of
     /// the shortest word's length: 2 % of the instructions of `text_features`).
-    first_chars: Vec<u64>,
+    first_chars: FixedBitSet,
     len: usize,
 }
 
@@ -49,11 +51,7 @@ impl WordSet {
                 same_hash.push(word.into());
                 set.lengths.push(word.len());
                 if let Some(c) = word.chars().next() {
-                    let bit = c as usize;
-                    if set.first_chars.len() <= bit / 64 {
-                        set.first_chars.resize(bit / 64 + 1, 0);
-                    }
-                    set.first_chars[bit / 64] |= 1 << (bit % 64);
+                    set.first_chars.grow_and_insert(c as usize);
                 }
                 set.len += 1;
             }
@@ -83,8 +81,7 @@ impl WordSet {
     /// Whether some word starts with `c`.
     #[inline]
     fn may_start(&self, c: char) -> bool {
-        let bit = c as usize;
-        self.first_chars.get(bit / 64).is_some_and(|w| w >> (bit % 64) & 1 == 1)
+        self.first_chars.contains(c as usize)
     }
 
     /// Whether `text` is, or contains, one of the words: every substring
