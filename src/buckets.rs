@@ -7,11 +7,11 @@
 //! shared ones (Weibo: 13.6 million rows for 1.09 million members), gather
 //! the members' term sets of each hot bucket with `array_agg`, and group
 //! every pair found to drop the ones found in several buckets (2.66 million
-//! for 858,000). Here the rows are looked at where they lie: the shared keys
-//! are found by sorting, as the statement's aggregate finds them, but only
-//! the keys a filter has seen twice ([`shared_keys`]); each row's keys are
-//! looked up among them, a bucket's members are indices
-//! of rows, and a hot bucket's term sets are slices of the table's.
+//! for 858,000). Here the rows are looked at where they lie: every key is
+//! dealt with its row, the keys a filter has seen twice are sorted, as the
+//! statement's aggregate sorts them, and each run of one key is a bucket
+//! ([`Buckets::of`]), whose members are indices of rows; a hot bucket's term
+//! sets are slices of the table's.
 //!
 //! The pairs are the statements' exactly (tested against them): a bucket of
 //! at most `hot` members lists each pair of two different fingerprints with
@@ -21,10 +21,9 @@
 //! term sets, and when each bucket is one band (two keys of different bands
 //! are equal only by a chance of 2^-48). Otherwise the statements run.
 
-use crate::minhash::{narrow, shared_keys_of_runs, sort_tagged, tagged, KEY_BITS};
+use crate::minhash::{narrow, tagged, KEY_BITS};
 use crate::parallel::{cut, on_threads};
 use crate::setjoin::jaccard_pairs;
-use crate::text::HashKeyed;
 
 /// The rows of a table of term sets, by column: a row's fingerprint, whether
 /// it is tonight's, its MinHash band keys and its term set.
@@ -54,19 +53,16 @@ pub fn bucket_pairs(rows: &TermSets, listing: Listing, parts: usize) -> Option<V
         return None;
     }
     let chunks = cut(rows.fingerprints.len(), parts, |_| 1);
-    let shared = shared_keys(rows, &chunks);
-    let buckets = Buckets::of(rows, &shared, &chunks);
-    if !buckets.banded() {
-        return None;
-    }
+    let buckets = Buckets::of(rows, &chunks)?;
     // A bucket costs about the pairs of its members.
-    let ranges = cut(shared.len(), parts, |b| buckets.members(b).len().pow(2) as u64);
+    let ranges = cut(buckets.len(), parts, |b| buckets.members(b).len().pow(2) as u64);
     let found = on_threads(ranges, |range| {
         let mut pairs = Vec::new();
         for b in range {
-            match shared[b].1 <= listing.hot {
-                true => listed(rows, buckets.members(b), &mut pairs),
-                false => checked(rows, (buckets.bands[b], buckets.members(b)), listing.threshold, &mut pairs),
+            let members = buckets.members(b);
+            match members.len() as u64 <= listing.hot {
+                true => listed(rows, members, &mut pairs),
+                false => checked(rows, (buckets.bands[b], members), listing.threshold, &mut pairs),
             }
         }
         pairs.sort_unstable();
@@ -89,48 +85,7 @@ fn one_row_each(fingerprints: &[u64]) -> bool {
     sorted.windows(2).all(|w| w[0] != w[1])
 }
 
-/// The keys held by two rows or more, one of them tonight's, with their
-/// holders (sql/51_shared_keys_by_sort.sql), in key order. Almost every key
-/// is held once (Weibo: 13.6 million keys, 1.1 million of them a shared
-/// key's), and one sort of them all, a hundred megabytes a core, took most
-/// of the pass. Here each chunk of rows' keys is dealt by its high bits to
-/// [`SPLIT`] parts of the key space, and each part (Weibo: 212,000 keys),
-/// which fits in a core's cache, is sifted by a filter ([`SeenTwice`]) that
-/// drops the keys it saw once; the rest are sorted. The parts are ranges of
-/// keys in order, so their sorted keys, one after another, are one sorted
-/// run, whose keys the filter let through by chance are held once there.
-fn shared_keys(rows: &TermSets, chunks: &[std::ops::Range<usize>]) -> Vec<(u64, u64)> {
-    let shift = KEY_BITS - SPLIT.trailing_zeros();
-    let dealt: Vec<Vec<Vec<u64>>> = on_threads(chunks.to_vec(), |chunk| {
-        // Each part sized for its share and a little more: growing 64
-        // vectors key by key copied them again and again.
-        let keys: usize = rows.keys[chunk.clone()].iter().map(|k| k.len()).sum();
-        let mut parts: Vec<Vec<u64>> = (0..SPLIT).map(|_| Vec::with_capacity(keys / SPLIT + keys / (8 * SPLIT) + 16)).collect();
-        for r in chunk {
-            for &key in rows.keys[r] {
-                parts[(narrow(key) >> shift) as usize].push(tagged(key, rows.tonight[r]));
-            }
-        }
-        parts
-    });
-    let sifted = on_threads(cut(SPLIT, chunks.len(), |_| 1), |parts| {
-        let mut run = Vec::new();
-        for part in parts {
-            let mut keys = Vec::with_capacity(dealt.iter().map(|chunk| chunk[part].len()).sum());
-            dealt.iter().for_each(|chunk| keys.extend_from_slice(&chunk[part]));
-            let mut seen = SeenTwice::new(keys.len());
-            keys.iter().for_each(|&t| seen.see(narrow(t)));
-            keys.retain(|&t| seen.twice(narrow(t)));
-            sort_tagged(&mut keys);
-            run.extend(keys);
-        }
-        run
-    });
-    drop(dealt);
-    shared_keys_of_runs(&[&sifted.concat()])
-}
-
-/// Parts of the key space [`shared_keys`] sifts one by one.
+/// Parts of the key space [`Buckets::of`] sifts one by one.
 const SPLIT: usize = 64;
 
 /// Two bits a slot, 8 slots a key or more: whether a key has landed on the
@@ -166,87 +121,130 @@ impl SeenTwice {
     }
 }
 
-/// The members (row indices) of every shared key, bucket after bucket in
-/// the keys' order (sql/51_minhash_buckets.sql), with the band each bucket
-/// is: where its key lies in its members' lists of keys.
+/// A row's key as it is dealt: the key, the band it is (where it lies in
+/// its row's list, in the bits above the key) and whether the row is
+/// tonight's (the top bit).
+fn dealt_key(key: u64, band: usize, tonight: bool) -> u64 {
+    tagged(key, tonight) | (band as u64) << KEY_BITS
+}
+
+/// Bands a row may hold for [`dealt_key`] to keep its band, in the bits
+/// between the key and the top one (a plan holds at most
+/// [`crate::minhash::MAX_PERMUTATIONS`]).
+const MAX_BANDS: usize = 1 << (63 - KEY_BITS);
+
+/// The band of a [`dealt_key`].
+fn band_of(dealt: u64) -> u32 {
+    ((dealt & !(1 << 63)) >> KEY_BITS) as u32
+}
+
+/// The buckets of the keys held by two rows or more, one of them tonight's
+/// (sql/51_shared_keys_by_sort.sql and sql/51_minhash_buckets.sql), each
+/// with its members (row indices, ascending) and the band it is.
 struct Buckets {
     starts: Vec<usize>,
     rows: Vec<u32>,
     bands: Vec<u32>,
 }
 
-/// Bands of a bucket whose members hold its key in different places (the
-/// keys of two bands met by chance).
-const MIXED: u32 = u32::MAX;
-
 impl Buckets {
-    fn of(rows: &TermSets, shared: &[(u64, u64)], chunks: &[std::ops::Range<usize>]) -> Buckets {
-        let index: HashKeyed<u32> = shared.iter().enumerate().map(|(b, &(key, _))| (key, b as u32)).collect();
-        let filter = KeyFilter::of(shared.iter().map(|s| s.0), shared.len());
-        // A row's keys as stored, as the statement joins them.
-        let found = on_threads(chunks.to_vec(), |chunk| {
-            let mut held = Vec::new();
+    /// The buckets of `rows`, whose `chunks` are dealt on threads of their
+    /// own; `None` when a bucket mixes bands or a row holds too many.
+    ///
+    /// Almost every key is held once (Weibo: 13.6 million keys, 1.1 million
+    /// of them a shared key's), and one sort of them all, a hundred
+    /// megabytes a core, took most of the pass. So each chunk of rows' keys
+    /// is dealt by its high bits to [`SPLIT`] parts of the key space, each
+    /// key with its row; each part (Weibo: 212,000 keys), which fits in a
+    /// core's cache, is sifted by a filter ([`SeenTwice`]) that drops the
+    /// keys it saw once, and the rest are sorted, their runs of one key
+    /// being the buckets. Before, the shared keys were found first and every
+    /// row's keys looked up among them again: a second pass over all the
+    /// keys, about 0.6 s of a core on Weibo.
+    fn of(rows: &TermSets, chunks: &[std::ops::Range<usize>]) -> Option<Buckets> {
+        if rows.keys.iter().any(|k| k.len() > MAX_BANDS) {
+            return None;
+        }
+        let shift = KEY_BITS - SPLIT.trailing_zeros();
+        let dealt: Vec<(Vec<(Vec<u64>, Vec<u32>)>, u64)> = on_threads(chunks.to_vec(), |chunk| {
+            // Each part sized for its share and a little more: growing 64
+            // vectors key by key copied them again and again.
+            let keys: usize = rows.keys[chunk.clone()].iter().map(|k| k.len()).sum();
+            let room = keys / SPLIT + keys / (8 * SPLIT) + 16;
+            let mut parts: Vec<(Vec<u64>, Vec<u32>)> = (0..SPLIT).map(|_| (Vec::with_capacity(room), Vec::with_capacity(room))).collect();
+            let mut every = 0;
             for r in chunk {
-                let shared = rows.keys[r].iter().enumerate().filter(|&(_, &k)| filter.may_hold(k));
-                held.extend(shared.filter_map(|(band, k)| Some((*index.get(k)?, r as u32, band as u32))));
+                for (band, &key) in rows.keys[r].iter().enumerate() {
+                    every |= key;
+                    let part = &mut parts[(narrow(key) >> shift) as usize];
+                    part.0.push(dealt_key(key, band, rows.tonight[r]));
+                    part.1.push(r as u32);
+                }
             }
-            held
+            (parts, every)
         });
-        let mut starts = vec![0usize; shared.len() + 1];
-        let mut bands = vec![None; shared.len()];
-        for &(b, _, band) in found.iter().flatten() {
-            starts[b as usize + 1] += 1;
-            let seen = bands[b as usize].get_or_insert(band);
-            if *seen != band {
-                *seen = MIXED;
+        // A wide key (a store's, from before keys were cut) is counted among
+        // its key's holders by the statements but never joined to its
+        // bucket: they run instead.
+        if dealt.iter().any(|&(_, every)| narrow(every) != every) {
+            return None;
+        }
+        let dealt: Vec<Vec<(Vec<u64>, Vec<u32>)>> = dealt.into_iter().map(|(parts, _)| parts).collect();
+        let found = on_threads(cut(SPLIT, chunks.len(), |_| 1), |parts| {
+            let mut buckets = Buckets { starts: vec![0], rows: Vec::new(), bands: Vec::new() };
+            for part in parts {
+                let held: usize = dealt.iter().map(|chunk| chunk[part].0.len()).sum();
+                let mut seen = SeenTwice::new(held);
+                dealt.iter().flat_map(|chunk| &chunk[part].0).for_each(|&t| seen.see(narrow(t)));
+                // The keys seen twice with their rows, in the rows' order:
+                // the sort is stable, so each bucket lists its members so.
+                let mut twice: Vec<(u64, u32)> = Vec::new();
+                for chunk in &dealt {
+                    let (keys, held_by) = &chunk[part];
+                    twice.extend(keys.iter().zip(held_by).filter(|(&t, _)| seen.twice(narrow(t))).map(|(&t, &r)| (t, r)));
+                }
+                radsort::sort_by_key(&mut twice, |&(t, _)| narrow(t));
+                for run in twice.chunk_by(|a, b| narrow(a.0) == narrow(b.0)) {
+                    // A key the filter let through by chance is held once.
+                    if run.len() > 1 && run.iter().any(|&(t, _)| t >> 63 == 1) {
+                        buckets.push(run)?;
+                    }
+                }
             }
+            Some(buckets)
+        });
+        drop(dealt);
+        let mut buckets = Buckets { starts: vec![0], rows: Vec::new(), bands: Vec::new() };
+        for part in found {
+            let part = part?;
+            let offset = buckets.rows.len();
+            buckets.starts.extend(part.starts[1..].iter().map(|s| s + offset));
+            buckets.rows.extend(part.rows);
+            buckets.bands.extend(part.bands);
         }
-        for b in 0..shared.len() {
-            starts[b + 1] += starts[b];
+        Some(buckets)
+    }
+
+    /// Add the bucket of a run of one key's [`dealt_key`]s with their rows;
+    /// `None` when they are of different bands (two bands' keys met by a
+    /// chance of 2^-48: then the statements run).
+    fn push(&mut self, run: &[(u64, u32)]) -> Option<()> {
+        let band = band_of(run[0].0);
+        if run.iter().any(|&(t, _)| band_of(t) != band) {
+            return None;
         }
-        let mut next = starts.clone();
-        let mut members = vec![0u32; starts[shared.len()]];
-        for &(b, r, _) in found.iter().flatten() {
-            members[next[b as usize]] = r;
-            next[b as usize] += 1;
-        }
-        Buckets { starts, rows: members, bands: bands.into_iter().map(|b| b.unwrap_or(MIXED)).collect() }
+        self.rows.extend(run.iter().map(|&(_, r)| r));
+        self.starts.push(self.rows.len());
+        self.bands.push(band);
+        Some(())
+    }
+
+    fn len(&self) -> usize {
+        self.bands.len()
     }
 
     fn members(&self, bucket: usize) -> &[u32] {
         &self.rows[self.starts[bucket]..self.starts[bucket + 1]]
-    }
-
-    /// Whether every bucket is one band: then two rows share a bucket
-    /// exactly where their keys of one band are equal.
-    fn banded(&self) -> bool {
-        !self.bands.contains(&MIXED)
-    }
-}
-
-/// A bit a key, set for the shared ones: most keys are held once, and a
-/// bit of a few megabytes answers for them without the hash table's cache
-/// misses (Weibo: 13.6 million keys looked up among 0.3 million).
-struct KeyFilter {
-    bits: Vec<u64>,
-    mask: u64,
-}
-
-impl KeyFilter {
-    fn of(keys: impl Iterator<Item = u64>, count: usize) -> KeyFilter {
-        // About 64 bits a key: one key held once in 64 passes.
-        let size = (count * 64).next_power_of_two().clamp(1 << 12, 1 << 30);
-        let mut filter = KeyFilter { bits: vec![0; size / 64], mask: size as u64 - 1 };
-        for key in keys {
-            let bit = key & filter.mask;
-            filter.bits[(bit / 64) as usize] |= 1 << (bit % 64);
-        }
-        filter
-    }
-
-    fn may_hold(&self, key: u64) -> bool {
-        let bit = key & self.mask;
-        self.bits[(bit / 64) as usize] >> (bit % 64) & 1 == 1
     }
 }
 
@@ -279,16 +277,17 @@ fn checked(rows: &TermSets, (band, members): (u32, &[u32]), t: f64, pairs: &mut 
     let sets: Vec<&[u64]> = members.iter().map(|&r| rows.sets[r as usize]).collect();
     let row = |i: usize| members[i] as usize;
     let f = |i: usize| rows.fingerprints[row(i)];
-    let here = |i: usize, j: usize| f(i) != f(j) && first_shared_band(rows.keys[row(i)], rows.keys[row(j)]) == Some(band as usize);
+    let here = |i: usize, j: usize| f(i) != f(j) && !share_an_earlier_band(rows.keys[row(i)], rows.keys[row(j)], band as usize);
     let found = jaccard_pairs(&sets, t, |i| rows.tonight[row(i)], here);
     pairs.extend(found.into_iter().map(|(i, j)| (f(i).min(f(j)), f(i).max(f(j)))));
 }
 
-/// The first band in which two rows hold one key that can be a bucket's (a
-/// key as this release compares it: [`crate::minhash::narrow`]; a store's
-/// older, wider key never is).
-fn first_shared_band(a: &[u64], b: &[u64]) -> Option<usize> {
-    a.iter().zip(b).position(|(&x, &y)| x == y && narrow(x) == x)
+/// Whether two rows hold one key in a band before `band`. Both hold the
+/// key of their bucket in `band`, so this is false exactly when `band` is
+/// the first they share; only the bands before it are read (every key is
+/// narrow here: [`Buckets::of`] leaves wide ones to the statements).
+fn share_an_earlier_band(a: &[u64], b: &[u64], band: usize) -> bool {
+    a.iter().zip(b).take(band).any(|(x, y)| x == y)
 }
 
 #[cfg(test)]
@@ -376,38 +375,50 @@ mod tests {
             let rows = TermSets { fingerprints: &fingerprints, tonight: &[true, false], keys: &keys, sets: &sets };
             assert!(bucket_pairs(&rows, Listing { hot: 4, threshold: 0.5 }, 2).is_none(), "{fingerprints:?} {keys:?}");
         }
+        // A store's wide key, whose low bits are row 1's key.
+        let keys: Vec<&[u64]> = vec![&[1 << 60 | 2], &[2]];
+        let rows = TermSets { fingerprints: &[7, 8], tonight: &[true, false], keys: &keys, sets: &sets };
+        assert!(bucket_pairs(&rows, Listing { hot: 4, threshold: 0.5 }, 1).is_none());
+        let keys: Vec<&[u64]> = vec![&[2], &[2]];
+        let rows = TermSets { keys: &keys, ..rows };
+        assert_eq!(bucket_pairs(&rows, Listing { hot: 4, threshold: 0.5 }, 1), Some(vec![(7, 8)]));
     }
 
     #[test]
-    fn the_first_shared_band_holds_a_narrow_key() {
-        assert_eq!(first_shared_band(&[1, 4, 9], &[2, 4, 9]), Some(1));
-        assert_eq!(first_shared_band(&[1, 3], &[3, 1]), None);
-        assert_eq!(first_shared_band(&[], &[2]), None);
-        // A store's 64-bit key is never a bucket's.
-        assert_eq!(first_shared_band(&[u64::MAX, 5], &[u64::MAX, 5]), Some(1));
+    fn an_earlier_shared_band_is_one_before_the_bucket_s() {
+        assert!(!share_an_earlier_band(&[1, 4, 9], &[2, 4, 9], 1));
+        assert!(share_an_earlier_band(&[1, 4, 9], &[2, 4, 9], 2));
+        assert!(!share_an_earlier_band(&[1, 3], &[3, 1], 2));
+        assert!(!share_an_earlier_band(&[7], &[7], 0));
     }
 
     #[test]
-    fn the_shared_keys_are_those_held_twice() {
-        // Keys held once, twice and three times, in rows of tonight's and
-        // stored ones, with 64-bit stored keys narrowed as they are compared.
-        let keys: Vec<Vec<u64>> = (0..3000u64).map(|r| vec![crate::minhash::mix(r) >> 16, crate::minhash::mix(r % 700 + 10_000) >> 16, (r % 900) | 1 << 63]).collect();
+    fn the_buckets_are_the_keys_held_twice_with_their_holders() {
+        // Keys held once, twice and three times or more, in rows of
+        // tonight's and stored ones.
+        let keys: Vec<Vec<u64>> = (0..3000u64).map(|r| vec![crate::minhash::mix(r) >> 16, crate::minhash::mix(r % 700 + 10_000) >> 16, r % 900]).collect();
         let held: Vec<&[u64]> = keys.iter().map(Vec::as_slice).collect();
         let tonight: Vec<bool> = (0..3000).map(|r| r % 5 != 0).collect();
         let (fingerprints, sets) = (vec![0; 3000], vec![&[][..]; 3000]);
         let rows = TermSets { fingerprints: &fingerprints, tonight: &tonight, keys: &held, sets: &sets };
-        let mut expected: std::collections::BTreeMap<u64, (u64, bool)> = Default::default();
+        let mut holders: std::collections::BTreeMap<u64, (Vec<u32>, bool, u32)> = Default::default();
         for (r, keys) in keys.iter().enumerate() {
-            for &k in keys {
-                let e = expected.entry(narrow(k)).or_default();
-                *e = (e.0 + 1, e.1 || tonight[r]);
+            for (band, &k) in keys.iter().enumerate() {
+                let e = holders.entry(narrow(k)).or_default();
+                e.0.push(r as u32);
+                e.1 |= tonight[r];
+                e.2 = band as u32;
             }
         }
-        let expected: Vec<(u64, u64)> = expected.into_iter().filter(|(_, (n, tonight))| *n > 1 && *tonight).map(|(k, (n, _))| (k, n)).collect();
+        let mut expected: Vec<(Vec<u32>, u32)> = holders.into_values().filter(|(rows, tonight, _)| rows.len() > 1 && *tonight).map(|(rows, _, band)| (rows, band)).collect();
+        expected.sort();
         // The keys whose holders are all stored (every fifth row) are not shared.
         assert_eq!(expected.len(), 700 + 900 - 700 / 5 - 900 / 5);
         for parts in [1, 2, 3] {
-            assert_eq!(shared_keys(&rows, &cut(3000, parts, |_| 1)), expected, "{parts} parts");
+            let buckets = Buckets::of(&rows, &cut(3000, parts, |_| 1)).unwrap();
+            let mut found: Vec<(Vec<u32>, u32)> = (0..buckets.len()).map(|b| (buckets.members(b).to_vec(), buckets.bands[b])).collect();
+            found.sort();
+            assert_eq!(found, expected, "{parts} parts");
         }
     }
 
@@ -420,14 +431,5 @@ mod tests {
         assert!(seen.twice(keys[7]));
         let taken = keys.iter().filter(|&&k| seen.twice(k)).count();
         assert!(taken < 1500, "{taken} of 10,000 keys seen once pass");
-    }
-
-    #[test]
-    fn the_filter_passes_every_shared_key() {
-        let keys: Vec<u64> = (0..1000u64).map(crate::minhash::mix).collect();
-        let filter = KeyFilter::of(keys.iter().copied(), keys.len());
-        assert!(keys.iter().all(|&k| filter.may_hold(k)));
-        let others = (1000..101_000u64).map(crate::minhash::mix).filter(|&k| filter.may_hold(k)).count();
-        assert!(others < 3000, "{others} of 100,000 other keys pass");
     }
 }

@@ -53,7 +53,7 @@ fn needed_overlap(n: usize, m: usize, t: f64) -> i64 {
 pub fn jaccard_pairs(sets: &[&[u64]], t: f64, tonight: impl Fn(usize) -> bool, wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
     let tonights: Vec<usize> = (0..sets.len()).filter(|&i| tonight(i) && !sets[i].is_empty()).collect();
     if tonights.len() <= FEW_TONIGHT || sets.len() <= SMALL_GROUP {
-        return few_tonight(sets, t, &tonights, wanted);
+        return few_tonight(sets, t, (&tonights, &tonight), wanted);
     }
     let ranked = rank_rarest_first(sets);
     let mut order: Vec<usize> = (0..sets.len()).filter(|&i| !sets[i].is_empty()).collect();
@@ -119,7 +119,7 @@ const SMALL_GROUP: usize = 32;
 /// (`tonights`, the non-empty ones): each against every other set, the pairs of two of
 /// tonight's once, sizes first (Jaccard is at most the ratio of the sizes),
 /// then the check's own [`jaccard`].
-fn few_tonight(sets: &[&[u64]], t: f64, tonights: &[usize], wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
+fn few_tonight(sets: &[&[u64]], t: f64, (tonights, tonight): (&[usize], impl Fn(usize) -> bool), wanted: impl Fn(usize, usize) -> bool) -> Vec<(usize, usize)> {
     let mut pairs = Vec::new();
     for &x in tonights {
         let n = sets[x].len() as f64;
@@ -127,7 +127,9 @@ fn few_tonight(sets: &[&[u64]], t: f64, tonights: &[usize], wanted: impl Fn(usiz
             let m = set.len() as f64;
             let (lo, hi) = (x.min(y), x.max(y));
             // Pairs of two of tonight's are looked at from the first of them.
-            let seen = tonights.contains(&y) && y < x;
+            // (A set of tonight's is among `tonights` unless it is empty,
+            // and empty sets are passed over.)
+            let seen = y < x && tonight(y);
             if y == x || set.is_empty() || seen || n.min(m) < t * n.max(m) - SLACK || !wanted(lo, hi) {
                 continue;
             }
@@ -249,7 +251,7 @@ mod tests {
         }
         // The same pairs whichever way they are found.
         let is_tonight = |i: usize| i < 3;
-        let direct = few_tonight(&views, 0.5, &[0, 1, 2], |i, j| i < 3 || j < 3);
+        let direct = few_tonight(&views, 0.5, (&[0, 1, 2], is_tonight), |i, j| i < 3 || j < 3);
         assert_eq!(direct, brute_force(&sets, 0.5, |i, j| i < 3 || j < 3));
         assert_eq!(jaccard_pairs(&views, 0.5, is_tonight, |_, _| true), direct);
     }
