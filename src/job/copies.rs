@@ -125,7 +125,7 @@ fn give_back_freed_memory() {
 /// Every row of `batches` with its fingerprint, in the order of
 /// sql/56_unconfirmed_copies.sql: by fingerprint, then (source, id) as
 /// `name` gives them.
-fn by_fingerprint<'a>(batches: &[RecordBatch], threads: usize, name: impl Fn(At) -> (&'a str, &'a str)) -> Result<Vec<(u64, At)>> {
+fn by_fingerprint<'a>(batches: &[RecordBatch], threads: usize, name: impl Fn(At) -> (&'a str, &'a str) + Sync) -> Result<Vec<(u64, At)>> {
     // A row's key: its fingerprint, then where it is (a batch holds fewer
     // than 2^32 rows), sorted on every core; the stable sort then merges the
     // sorted runs.
@@ -141,10 +141,17 @@ fn by_fingerprint<'a>(batches: &[RecordBatch], threads: usize, name: impl Fn(At)
     crate::parallel::on_threads(keys.chunks_mut(share).collect(), |run| run.sort_unstable());
     keys.sort();
     let mut rows: Vec<(u64, At)> = keys.into_iter().map(|k| ((k >> 64) as u64, ((k >> 32) as u32 as usize, k as u32 as usize))).collect();
-    // The names are compared only within groups of copies.
-    for group in rows.chunk_by_mut(|a, b| a.0 == b.0).filter(|g| g.len() > 1) {
-        group.sort_by(|a, b| name(a.1).cmp(&name(b.1)));
+    // The names are compared only within groups of copies, on every core
+    // (Weibo: 25,000 groups of 354,730 copies, 0.1 s on one).
+    let mut groups: Vec<&mut [(u64, At)]> = rows.chunk_by_mut(|a, b| a.0 == b.0).filter(|g| g.len() > 1).collect();
+    let mut runs = Vec::with_capacity(threads);
+    let mut rest = groups.as_mut_slice();
+    for run in crate::parallel::cut(rest.len(), threads, |i| rest[i].len() as u64) {
+        let (head, tail) = std::mem::take(&mut rest).split_at_mut(run.len());
+        runs.push(head);
+        rest = tail;
     }
+    crate::parallel::on_threads(runs, |run| run.iter_mut().for_each(|group| group.sort_by(|a, b| name(a.1).cmp(&name(b.1)))));
     Ok(rows)
 }
 

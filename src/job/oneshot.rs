@@ -69,8 +69,7 @@ pub(super) fn unconfirmed_copies(batches: &[RecordBatch], order: &[At], join: &J
     let reads_vectors = join.verify.reads_vectors();
     let set_type = crate::udf::term_set::set_type();
     let lists = batches.iter().map(|b| Ok((column_u64(b, 0)?, cast(b.column(3), &set_type)?, cast(b.column(4), &crate::udf::sketch_type())?))).collect::<Result<Vec<_>>>()?;
-    let mut rows: Vec<Member> = Vec::with_capacity(order.len());
-    for &(n, r) in order {
+    let member = |(n, r): At| -> Result<Member<'_>> {
         let (b, (simhash, sets, sketches)) = (&batches[n], &lists[n]);
         let (sets, sketches) = (sets.as_list::<i32>(), sketches.as_list::<i32>());
         let (set_items, sketch_items) = (sets.values().as_primitive::<UInt64Type>(), sketches.values().as_primitive::<UInt32Type>());
@@ -80,8 +79,8 @@ pub(super) fn unconfirmed_copies(batches: &[RecordBatch], order: &[At], join: &J
         };
         let vectors = b.column(5).as_fixed_size_binary();
         let vector = (reads_vectors && vectors.is_valid(r)).then(|| vectors.value(r).iter().map(|&b| b as i8).collect());
-        rows.push(Member { simhash: simhash.value(r), at: (n, r), term_set: list_values(sets, set_items, r, CHECK, "a term set")?.unwrap_or(&[]), shingles, vector });
-    }
+        Ok(Member { simhash: simhash.value(r), at: (n, r), term_set: list_values(sets, set_items, r, CHECK, "a term set")?.unwrap_or(&[]), shingles, vector })
+    };
     let similar = |a: &&Member, b: &&Member| {
         join.verify.passes(a.evidence(), b.evidence())
             && policy.is_none_or(|policy| {
@@ -90,20 +89,24 @@ pub(super) fn unconfirmed_copies(batches: &[RecordBatch], order: &[At], join: &J
             })
     };
     // The groups are checked in as many runs of about equal rows as the
-    // engine has cores, each on a thread (Weibo: 25,000 groups of 354,730
-    // copies kept one core busy for 0.1 s while the other waited).
-    let check = |groups: &[&[Member]]| {
+    // engine has cores, each on a thread, which also reads its copies'
+    // lists (Weibo: 25,000 groups of 354,730 copies kept one core busy for
+    // 0.1 s while the other waited; reading the lists of all of them
+    // first, another 0.1 s).
+    let check = |groups: &[&[At]]| -> Result<(Vec<At>, Vec<(u64, At)>)> {
         let (mut rejected, mut firsts) = (Vec::new(), Vec::new());
         for &group in groups {
-            let copies: Vec<&Member> = group.iter().collect();
+            let members = group.iter().map(|&at| member(at)).collect::<Result<Vec<_>>>()?;
+            let copies: Vec<&Member> = members.iter().collect();
             let left_out = crate::sets::split_group(&copies, similar);
             let first = first_kept(&left_out);
-            firsts.push((group[first].simhash, group[first].at));
-            rejected.extend(left_out.into_iter().map(|i| group[i].at));
+            firsts.push((members[first].simhash, members[first].at));
+            rejected.extend(left_out.into_iter().map(|i| members[i].at));
         }
         Ok((rejected, firsts))
     };
-    let groups: Vec<&[Member]> = rows.chunk_by(|a, b| a.simhash == b.simhash).collect();
+    let simhash = |(n, r): At| lists[n].0.value(r);
+    let groups: Vec<&[At]> = order.chunk_by(|&a, &b| simhash(a) == simhash(b)).collect();
     let checked = each_on_its_thread(runs_of_rows(&groups, threads), check)?;
     let (mut rejected, mut firsts) = (Vec::new(), Vec::new());
     for (r, f) in checked {

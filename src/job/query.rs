@@ -136,24 +136,21 @@ const ROW_BYTES: u64 = 64;
 /// batches of 8,192, 8,192 and 1,676 articles made partitions of 9,868 and
 /// 8,192. Batches are sliced, not copied.
 fn deal_by_text(batches: &[RecordBatch], count: usize) -> Result<Vec<Vec<RecordBatch>>> {
-    let weights = batches.iter().map(row_bytes).collect::<Result<Vec<_>>>()?;
-    let total: u64 = weights.iter().flatten().sum();
+    let bytes: Vec<u64> = batches.iter().map(row_bytes).collect::<Result<Vec<_>>>()?.concat();
     let mut partitions = vec![Vec::new(); count.max(1)];
-    let (mut part, mut before) = (0, 0u64);
-    for (batch, weights) in batches.iter().zip(&weights) {
-        let mut start = 0;
-        for (row, w) in weights.iter().enumerate() {
-            // Partition `part` ends where the bytes before a row reach its share.
-            while part + 1 < partitions.len() && before * count as u64 >= total * (part as u64 + 1) {
-                if row > start {
-                    partitions[part].push(batch.slice(start, row - start));
-                }
-                (part, start) = (part + 1, row);
+    let (mut batch, mut offset) = (0, 0);
+    for (part, rows) in crate::parallel::cut(bytes.len(), count, |i| bytes[i]).into_iter().enumerate() {
+        // The run's rows, batch by batch from where the last run ended.
+        let mut wanted = rows.len();
+        while wanted > 0 {
+            let take = wanted.min(batches[batch].num_rows() - offset);
+            if take > 0 {
+                partitions[part].push(batches[batch].slice(offset, take));
             }
-            before += w;
-        }
-        if batch.num_rows() > start {
-            partitions[part].push(batch.slice(start, batch.num_rows() - start));
+            (wanted, offset) = (wanted - take, offset + take);
+            if offset == batches[batch].num_rows() {
+                (batch, offset) = (batch + 1, 0);
+            }
         }
     }
     Ok(partitions)
