@@ -191,7 +191,7 @@ impl Buckets {
         }
         let dealt: Vec<Vec<(Vec<u64>, Vec<u32>)>> = dealt.into_iter().map(|(parts, _)| parts).collect();
         let found = on_threads(cut(SPLIT, chunks.len(), |_| 1), |parts| {
-            let mut buckets = Buckets { starts: vec![0], rows: Vec::new(), bands: Vec::new() };
+            let mut buckets = Buckets::empty();
             for part in parts {
                 let held: usize = dealt.iter().map(|chunk| chunk[part].0.len()).sum();
                 let mut seen = SeenTwice::new(held);
@@ -214,7 +214,7 @@ impl Buckets {
             Some(buckets)
         });
         drop(dealt);
-        let mut buckets = Buckets { starts: vec![0], rows: Vec::new(), bands: Vec::new() };
+        let mut buckets = Buckets::empty();
         for part in found {
             let part = part?;
             let offset = buckets.rows.len();
@@ -223,6 +223,11 @@ impl Buckets {
             buckets.bands.extend(part.bands);
         }
         Some(buckets)
+    }
+
+    /// No buckets yet.
+    fn empty() -> Buckets {
+        Buckets { starts: vec![0], rows: Vec::new(), bands: Vec::new() }
     }
 
     /// Add the bucket of a run of one key's [`dealt_key`]s with their rows;
