@@ -47,6 +47,13 @@ impl SketchLists {
         Ok(())
     }
 
+    /// End the next row with a copy of row `row`'s sketch.
+    pub(super) fn repeat(&mut self, row: usize, function: &str) -> Result<()> {
+        let (start, end) = (self.offsets[row] as usize, self.offsets[row + 1] as usize);
+        self.values.extend_from_within(start..end);
+        self.push(&[], function)
+    }
+
     /// The lists, NULL where `nulls` says so.
     pub(super) fn finish(self, nulls: Option<NullBuffer>) -> ListArray {
         ListArray::new(sketch_item(), OffsetBuffer::new(self.offsets.into()), Arc::new(UInt32Array::from(self.values)), nulls)

@@ -113,10 +113,13 @@ mod tests {
         use datafusion::datasource::MemTable;
         use datafusion::prelude::SessionConfig;
         // 600 rows, over two of the chunks `analyze` normalises at once,
-        // with NULL texts and titles among them.
+        // with NULL texts and titles among them. Every fourth text repeats
+        // one of three, under no title or one of two: a batch copies those
+        // from their first row, one row at a time cuts each.
         let sentences = ["国家统计局今天发布了十月份的居民消费价格数据。", "据新华社报道，市政府召开新闻发布会。", "The council met on Monday."];
-        let texts: Vec<Option<String>> = (0..600).map(|i| (i % 7 != 3).then(|| format!("{}第{i}次会议。", sentences[i % 3]))).collect();
-        let titles: Vec<Option<String>> = (0..600).map(|i| (i % 5 == 0).then(|| format!("会议{i}"))).collect();
+        let text = |i: usize| if i % 4 == 0 { sentences[i % 3].to_string() } else { format!("{}第{i}次会议。", sentences[i % 3]) };
+        let texts: Vec<Option<String>> = (0..600).map(|i| (i % 7 != 3).then(|| text(i))).collect();
+        let titles: Vec<Option<String>> = (0..600).map(|i| (i % 5 == 0).then(|| format!("会议{}", i % 2))).collect();
         let batch = RecordBatch::try_from_iter([
             ("text", Arc::new(StringArray::from(texts)) as ArrayRef),
             ("title", Arc::new(StringArray::from(titles)) as ArrayRef),
