@@ -164,7 +164,7 @@ pub(super) fn analyze(args: &ScalarFunctionArgs, name: &str, with_sketches: bool
 /// For each of `rows`, the first earlier row with the same text and title
 /// (both as they came), whose statistics and sketch it then copies; None for
 /// a row whose text is new to the batch, or NULL. Reposts and template
-/// comments repeat word for word (Weibo: 143,530 of 768,035 posts repeat one
+/// comments repeat word for word (Weibo: 143,530 of 768,573 posts repeat one
 /// of the 8,192 posts of their batch), and jieba-rs need not cut them again.
 fn earlier_copies(texts: &Strings, titles: &Strings, rows: usize) -> Vec<Option<u32>> {
     let mut first: HashKeyed<u32> = HashKeyed::with_capacity_and_hasher(rows, Default::default());
