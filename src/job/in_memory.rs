@@ -163,16 +163,7 @@ fn rows_of(columns: &[Columns], verify: Verify, threads: usize) -> Result<Option
     // The rows' lists are read on every core, a run of batches each, while
     // another thread builds the index (Weibo: 424,296 rows, 0.1 s on one core).
     let runs = crate::parallel::cut(columns.len(), threads, |i| columns[i].0.len() as u64);
-    let read_run = |run: std::ops::Range<usize>| -> Result<Option<Vec<Row>>> {
-        let mut rows = Vec::new();
-        for batch in &columns[run] {
-            match batch_rows(batch, verify)? {
-                Some(read) => rows.extend(read),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(rows))
-    };
+    let read_run = |run: std::ops::Range<usize>| columns[run].iter().map(|batch| batch_rows(batch, verify)).collect::<Result<Option<Vec<_>>>>();
     let (index, read) = std::thread::scope(|scope| {
         let index = scope.spawn(|| index_of(columns));
         let read = crate::parallel::on_threads(runs, read_run);
@@ -181,13 +172,11 @@ fn rows_of(columns: &[Columns], verify: Verify, threads: usize) -> Result<Option
     let Some(index) = index else {
         return Ok(None);
     };
-    let mut rows = Vec::with_capacity(index.len());
-    for run in read {
-        match run? {
-            Some(read) => rows.extend(read),
-            None => return Ok(None),
-        }
-    }
+    // Each run's batches' rows, in order; None if a batch had none to give.
+    let Some(read) = read.into_iter().collect::<Result<Option<Vec<_>>>>()? else {
+        return Ok(None);
+    };
+    let rows: Vec<Row> = read.into_iter().flatten().flatten().collect();
     Ok(Some((rows, index)))
 }
 
