@@ -22,7 +22,7 @@
 //! are equal only by a chance of 2^-48). Otherwise the statements run.
 
 use crate::minhash::{narrow, tagged, KEY_BITS};
-use crate::parallel::{cut, on_threads};
+use crate::parallel::{claimed, cut, on_threads, PARTS_A_THREAD};
 use crate::setjoin::jaccard_pairs;
 
 /// The rows of a table of term sets, by column: a row's fingerprint, whether
@@ -54,9 +54,9 @@ pub fn bucket_pairs(rows: &TermSets, listing: Listing, parts: usize) -> Option<V
     }
     let chunks = cut(rows.fingerprints.len(), parts, |_| 1);
     let buckets = Buckets::of(rows, &chunks)?;
-    // A bucket costs about the pairs of its members.
-    let ranges = cut(buckets.len(), parts, |b| buckets.members(b).len().pow(2) as u64);
-    let found = on_threads(ranges, |range| {
+    // A bucket costs about the pairs of its members; a hot one less.
+    let ranges = cut(buckets.len(), parts * PARTS_A_THREAD, |b| buckets.members(b).len().pow(2) as u64);
+    let found = claimed(ranges, parts, |range| {
         let mut pairs = Vec::new();
         for b in range {
             let members = buckets.members(b);
@@ -69,7 +69,7 @@ pub fn bucket_pairs(rows: &TermSets, listing: Listing, parts: usize) -> Option<V
         pairs.dedup();
         pairs
     });
-    // The threads' runs, each in order, merged: the stable sort finds the
+    // The ranges' runs, each in order, merged: the stable sort finds the
     // runs and merges them (sorting them all on one thread took Weibo's
     // client 50 ms).
     let mut pairs: Vec<(u64, u64)> = found.concat();

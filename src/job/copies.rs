@@ -21,6 +21,7 @@ use super::sql::{self, render, table, Param};
 use super::tables::swap_table;
 use crate::error::{Error, Result};
 use crate::minhash::MinHashPlan;
+use crate::parallel::PARTS_A_THREAD;
 use crate::udf::minhash_keys::{keys_of_sets, keys_type};
 
 /// The columns of sql/56_copies_in_memory.sql that are read by place.
@@ -144,14 +145,14 @@ fn by_fingerprint<'a>(batches: &[RecordBatch], threads: usize, name: impl Fn(At)
     // The names are compared only within groups of copies, on every core
     // (Weibo: 25,000 groups of 354,730 copies, 0.1 s on one).
     let mut groups: Vec<&mut [(u64, At)]> = rows.chunk_by_mut(|a, b| a.0 == b.0).filter(|g| g.len() > 1).collect();
-    let mut runs = Vec::with_capacity(threads);
+    let mut runs = Vec::with_capacity(threads * PARTS_A_THREAD);
     let mut rest = groups.as_mut_slice();
-    for run in crate::parallel::cut(rest.len(), threads, |i| rest[i].len() as u64) {
+    for run in crate::parallel::cut(rest.len(), threads * PARTS_A_THREAD, |i| rest[i].len() as u64) {
         let (head, tail) = std::mem::take(&mut rest).split_at_mut(run.len());
         runs.push(head);
         rest = tail;
     }
-    crate::parallel::on_threads(runs, |run| run.iter_mut().for_each(|group| group.sort_by(|a, b| name(a.1).cmp(&name(b.1)))));
+    crate::parallel::claimed(runs, threads, |run| run.iter_mut().for_each(|group| group.sort_by(|a, b| name(a.1).cmp(&name(b.1)))));
     Ok(rows)
 }
 

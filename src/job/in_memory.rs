@@ -18,6 +18,7 @@ use super::sql::table;
 use super::tables::{candidates_parquet, checked_pairs_batch, Checked};
 use crate::buckets::{bucket_pairs, Listing, TermSets};
 use crate::error::{Error, Result};
+use crate::parallel::PARTS_A_THREAD;
 use crate::sets::{Evidence, Verify};
 use crate::storage::OutputDir;
 use crate::text::HashKeyed;
@@ -139,8 +140,19 @@ pub(super) async fn check(ctx: &SessionContext, held: &HeldCandidates, verify: V
         }
         (kept, missed)
     };
+    // A partition of the table a range of the pairs, each checked in
+    // pieces by whichever thread is free.
     let ranges = crate::parallel::cut(held.pairs.len(), parts, |_| 1);
-    let checked = super::query::each_on_its_thread(ranges, |range| Ok(check(&held.pairs[range])))?;
+    let pieces: Vec<(usize, std::ops::Range<usize>)> = ranges
+        .iter()
+        .enumerate()
+        .flat_map(|(p, range)| crate::parallel::cut(range.len(), PARTS_A_THREAD, |_| 1).into_iter().map(move |r| (p, range.start + r.start..range.start + r.end)))
+        .collect();
+    let mut checked: Vec<(Vec<Checked>, Vec<u64>)> = ranges.iter().map(|_| (Vec::new(), NearMissSample::empty_counts())).collect();
+    for (p, (kept, missed)) in crate::parallel::claimed(pieces, parts, |(p, range)| (p, check(&held.pairs[range]))) {
+        checked[p].0.extend(kept);
+        checked[p].1.iter_mut().zip(missed).for_each(|(total, n)| *total += n);
+    }
     let passed = checked.iter().map(|(kept, _)| kept.len() as u64).sum();
     let mut missed = NearMissSample::empty_counts();
     for (_, counts) in &checked {

@@ -14,12 +14,13 @@ use datafusion::prelude::SessionContext;
 use super::candidates::{eligible_without, minhash_expression, near_pairs};
 use super::config::{JoinOptions, KeepRule};
 use super::progress::Progress;
-use super::query::{collect, column_u64, each_on_its_thread, scalar_u64, work_batches, work_table, work_table_with, LATE_MATERIALIZATION};
+use super::query::{collect, column_u64, scalar_u64, work_batches, work_table, work_table_with, LATE_MATERIALIZATION};
 use super::sql::{self, render, table, Param};
 use super::summary::Summary;
 use super::tables::{create_view, fingerprint_documents_batch, materialize, pairs_table, FileMetadata};
 use crate::error::Result;
 use crate::minhash::MinHashPlan;
+use crate::parallel::PARTS_A_THREAD;
 use crate::sets::Evidence;
 use crate::udf::term_set::list_values;
 use crate::text::shingles::containment;
@@ -107,7 +108,9 @@ pub(super) fn unconfirmed_copies(batches: &[RecordBatch], order: &[At], join: &J
     };
     let simhash = |(n, r): At| lists[n].0.value(r);
     let groups: Vec<&[At]> = order.chunk_by(|&a, &b| simhash(a) == simhash(b)).collect();
-    let checked = each_on_its_thread(runs_of_rows(&groups, threads), check)?;
+    // In runs of a few groups each, taken by whichever thread is free.
+    let runs = runs_of_rows(&groups, threads * PARTS_A_THREAD);
+    let checked = crate::parallel::claimed(runs, threads, check).into_iter().collect::<Result<Vec<_>>>()?;
     let (mut rejected, mut firsts) = (Vec::new(), Vec::new());
     for (r, f) in checked {
         rejected.extend(r);
