@@ -21,7 +21,13 @@ then measures, on this machine and in this run:
                plan and the 20-table plan (m = 6), with and without a 2 GiB
                memory limit at the largest size: time, peak memory, candidate
                pairs per true pair, and the growth between sizes;
-  dedup        the whole `neardup dedup` on weibo_reposts and heybox_articles.
+  dedup        the whole `neardup dedup` on weibo_reposts and heybox_articles,
+               as seconds and as a ratio per core to raw jieba-rs `tag`.
+
+The fingerprint and dedup sections run in rounds (--rounds, 3 by default),
+each measuring jieba-rs and then neardup, and report medians: a shared
+machine's speed drifts from minute to minute, and a ratio of two single runs
+measured the drift as much as the code.
 
 Results go to OUT/results.json and OUT/results.md (OUT defaults to
 target/perf) with the machine, the commit and every command run. Times are
@@ -43,6 +49,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -171,31 +178,50 @@ class Suite:
 
     # -- sections ---------------------------------------------------------------------
 
+    def jieba(self, path, text):
+        """Raw jieba-rs on one core over the texts of `path`: bytes, documents, MB/s per mode."""
+        return json.loads(self.measure([self.baseline, path, text], one_core=True)["stdout"])
+
     def fingerprint(self, datasets):
         rows = []
+        runs = [
+            ("improved_1core", ["--weighting", "improved"], True, "tag"),
+            ("tfidf_1core", ["--weighting", "tfidf"], True, "cut"),
+            ("improved_all_cores", ["--weighting", "improved"], False, "tag"),
+        ]
         for name, path, text, title in datasets:
-            base = self.measure([self.baseline, path, text], one_core=True)
-            jieba = json.loads(base["stdout"])
-            mb = jieba["bytes"] / 1e6
             title_args = ["--title-col", title, *NEARDUP_INPUT_ARGS.get(name, [])]
-            row = {"dataset": name, "documents": jieba["documents"], "mb": round(mb, 2),
-                   "jieba_mb_s": {m: jieba[m]["mb_per_s"] for m in ("cut", "tag", "cut_all")}}
-            runs = [
-                ("improved_1core", ["--weighting", "improved"], True, "tag"),
-                ("tfidf_1core", ["--weighting", "tfidf"], True, "cut"),
-                ("improved_all_cores", ["--weighting", "improved"], False, "tag"),
-            ]
-            for label, weighting, one_core, reference in runs:
-                out = self.work / f"fp-{name}-{label}"
-                r = self.neardup("fingerprint", "--input", path, *title_args, *weighting, "--output", out,
-                                 "--overwrite", one_core=one_core)
-                cores = 1 if one_core else self.cores
-                per_core = mb / r["wall_s"] / cores
+            # Each round measures jieba-rs, then neardup right after it: the
+            # machine's speed drifts between minutes, and a ratio of two runs
+            # far apart measured the drift (Weibo's `tag`: 8.7 to 13.8 MB/s).
+            rounds = []
+            for _ in range(self.args.rounds):
+                jieba = self.jieba(path, text)
+                mb = jieba["bytes"] / 1e6
+                done = {"jieba": jieba}
+                for label, weighting, one_core, reference in runs:
+                    out = self.work / f"fp-{name}-{label}"
+                    r = self.neardup("fingerprint", "--input", path, *title_args, *weighting, "--output", out,
+                                     "--overwrite", one_core=one_core)
+                    per_core = mb / r["wall_s"] / (1 if one_core else self.cores)
+                    done[label] = dict(r, mb_s_per_core=per_core, ratio=per_core / jieba[reference]["mb_per_s"])
+                rounds.append(done)
+            jieba = rounds[0]["jieba"]
+            row = {"dataset": name, "documents": jieba["documents"], "mb": round(jieba["bytes"] / 1e6, 2),
+                   "rounds": len(rounds),
+                   "jieba_mb_s": {m: round(median(r["jieba"][m]["mb_per_s"] for r in rounds), 2)
+                                  for m in ("cut", "tag", "cut_all")}}
+            for label, _weighting, _one_core, reference in runs:
+                done = [r[label] for r in rounds]
+                ratios = [d["ratio"] for d in done]
                 row[label] = {
-                    "wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "peak_mb": r["peak_mb"],
-                    "mb_s_per_core": round(per_core, 2),
-                    f"ratio_to_jieba_{reference}": round(per_core / jieba[reference]["mb_per_s"], 3),
-                    "stages_ms": r["summary"]["timings_ms"],
+                    "wall_s": round(median(d["wall_s"] for d in done), 2),
+                    "cpu_s": round(median(d["cpu_s"] for d in done), 2),
+                    "peak_mb": max(d["peak_mb"] for d in done),
+                    "mb_s_per_core": round(median(d["mb_s_per_core"] for d in done), 2),
+                    f"ratio_to_jieba_{reference}": round(median(ratios), 3),
+                    "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+                    "stages_ms": middle(done)["summary"]["timings_ms"],
                 }
             rows.append(row)
         self.results["fingerprint"] = rows
@@ -315,13 +341,26 @@ class Suite:
 
     def dedup(self, datasets):
         rows = []
-        for name, path, _text, title in datasets:
-            r = self.neardup("dedup", "--input", path, "--title-col", title, *NEARDUP_INPUT_ARGS.get(name, []),
-                             "--output", self.work / f"dedup-{name}", "--overwrite")
-            s = r["summary"]
+        for name, path, text, title in datasets:
+            # As in `fingerprint`: jieba-rs, then neardup, round after round.
+            rounds = []
+            for _ in range(self.args.rounds):
+                jieba = self.jieba(path, text)
+                r = self.neardup("dedup", "--input", path, "--title-col", title, *NEARDUP_INPUT_ARGS.get(name, []),
+                                 "--output", self.work / f"dedup-{name}", "--overwrite")
+                per_core = jieba["bytes"] / 1e6 / r["wall_s"] / self.cores
+                rounds.append(dict(r, tag_mb_s=jieba["tag"]["mb_per_s"], ratio=per_core / jieba["tag"]["mb_per_s"]))
+            ratios = [r["ratio"] for r in rounds]
+            s = middle(rounds)["summary"]
             rows.append({
-                "dataset": name, "documents": s["documents"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
-                "peak_mb": r["peak_mb"], "pairs": s["pairs"], "clusters": s["clusters"],
+                "dataset": name, "documents": s["documents"], "rounds": len(rounds),
+                "wall_s": round(median(r["wall_s"] for r in rounds), 2),
+                "cpu_s": round(median(r["cpu_s"] for r in rounds), 2),
+                "peak_mb": max(r["peak_mb"] for r in rounds),
+                "jieba_tag_mb_s": round(median(r["tag_mb_s"] for r in rounds), 2),
+                "ratio_to_jieba_tag": round(median(ratios), 3),
+                "ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+                "pairs": s["pairs"], "clusters": s["clusters"],
                 "candidate_pairs": s["candidate_pairs"], "stages_ms": s["timings_ms"],
             })
         self.results["dedup"] = rows
@@ -332,6 +371,11 @@ class Suite:
         (self.out / "results.json").write_text(json.dumps(self.results, indent=2, ensure_ascii=False) + "\n")
         (self.out / "results.md").write_text(markdown(self.results))
         log(f"wrote {self.out / 'results.md'} and results.json")
+
+
+def middle(runs):
+    """The run of the median wall time (the lower middle of an even count)."""
+    return sorted(runs, key=lambda r: r["wall_s"])[(len(runs) - 1) // 2]
 
 
 def growth(rows, sizes):
@@ -383,19 +427,26 @@ def markdown(r):
     if "fingerprint" in r:
         parts.append("\n## Fingerprint stage against raw jieba-rs (per core)\n\n"
                      "`neardup fingerprint` (Parquet in, fingerprints out, corpus IDF included) pinned to one core, "
-                     "and on all cores; jieba-rs on one core over the same texts, in memory. Target: improved ≥ 0.7 × "
-                     "`tag`, tfidf (no POS) ≥ 0.8 × `cut`.\n\n")
+                     "and on all cores; jieba-rs on one core over the same texts, in memory, right before them in "
+                     "each round. Medians of the rounds; a ratio's range over them in brackets. Target: improved "
+                     "≥ 0.7 × `tag`, tfidf (no POS) ≥ 0.8 × `cut`.\n\n")
         rows = []
         for f in r["fingerprint"]:
             j = f["jieba_mb_s"]
+
+            def ratio(run, reference):
+                low, high = run.get("ratio_range", [None, None])
+                spread = f" [{low}–{high}]" if low is not None else ""
+                return f"{run[f'ratio_to_jieba_{reference}']}× {reference}{spread}"
+
+            one, tfidf, every = f["improved_1core"], f["tfidf_1core"], f["improved_all_cores"]
             rows.append([
-                f["dataset"], f"{f['documents']:,}", f["mb"], f"{j['cut']} / {j['tag']} / {j['cut_all']}",
-                f"{f['improved_1core']['mb_s_per_core']} ({f['improved_1core']['ratio_to_jieba_tag']}× tag)",
-                f"{f['tfidf_1core']['mb_s_per_core']} ({f['tfidf_1core']['ratio_to_jieba_cut']}× cut)",
-                f"{f['improved_all_cores']['wall_s']} s, {f['improved_all_cores']['mb_s_per_core']}/core "
-                f"({f['improved_all_cores']['ratio_to_jieba_tag']}× tag), {f['improved_all_cores']['peak_mb']} MB",
+                f["dataset"], f"{f['documents']:,}", f["mb"], f.get("rounds", 1), f"{j['cut']} / {j['tag']} / {j['cut_all']}",
+                f"{one['mb_s_per_core']} ({ratio(one, 'tag')})",
+                f"{tfidf['mb_s_per_core']} ({ratio(tfidf, 'cut')})",
+                f"{every['wall_s']} s, {every['mb_s_per_core']}/core ({ratio(every, 'tag')}), {every['peak_mb']} MB",
             ])
-        parts.append(table(["dataset", "docs", "MB", "jieba-rs cut / tag / cut_all MB/s", "improved, 1 core MB/s",
+        parts.append(table(["dataset", "docs", "MB", "rounds", "jieba-rs cut / tag / cut_all MB/s", "improved, 1 core MB/s",
                             "tfidf, 1 core MB/s", f"improved, {m['cores']} cores"], rows))
     if "peers" in r:
         parts.append("\n## Peers on the same documents\n\n"
@@ -441,12 +492,23 @@ def markdown(r):
                                [[g["plan"], f"{g['from']:,}", f"{g['to']:,}", g["time_ratio"], g["n_log_n_ratio"]]
                                 for g in r["join_growth"]]))
     if "dedup" in r:
-        parts.append("\n## Whole `neardup dedup` (defaults, all cores)\n\n")
-        rows = [[d["dataset"], f"{d['documents']:,}", d["wall_s"], d["cpu_s"], d["peak_mb"], f"{d['candidate_pairs']:,}",
-                 f"{d['pairs']:,}", f"{d['clusters']:,}",
+        parts.append("\n## Whole `neardup dedup` (defaults, all cores)\n\n"
+                     "Medians of the rounds, each of jieba-rs `tag` on one core and then `neardup dedup`; peak memory "
+                     "is the largest. Per core against `tag` is the text's megabytes over the wall time and the "
+                     f"{r['machine']['cores']} cores, over `tag`'s MB/s of the same round (range over the rounds in "
+                     "brackets). Targets: ≥ 0.5 × on heybox_articles, ≥ 0.25 × on weibo_reposts.\n\n")
+
+        def per_core(d):
+            if "ratio_to_jieba_tag" not in d:
+                return ""
+            low, high = d["ratio_range"]
+            return f"{d['ratio_to_jieba_tag']}× [{low}–{high}] ({d['jieba_tag_mb_s']} MB/s)"
+
+        rows = [[d["dataset"], f"{d['documents']:,}", d.get("rounds", 1), d["wall_s"], d["cpu_s"], d["peak_mb"], per_core(d),
+                 f"{d['candidate_pairs']:,}", f"{d['pairs']:,}", f"{d['clusters']:,}",
                  ", ".join(f"{k} {v / 1000:.1f}" for k, v in d["stages_ms"].items())] for d in r["dedup"]]
-        parts.append(table(["dataset", "docs", "wall s", "cpu s", "peak MB", "candidates", "pairs", "clusters",
-                            "stages (s)"], rows))
+        parts.append(table(["dataset", "docs", "rounds", "wall s", "cpu s", "peak MB", "per core against tag",
+                            "candidates", "pairs", "clusters", "stages (s)"], rows))
     parts.append("\n## Commands\n\n```\n" + "\n".join(r["commands"]) + "\n```\n")
     return "".join(parts)
 
@@ -463,12 +525,18 @@ def main():
     p.add_argument("--skip", default="",
                    help="peers to leave out, comma-separated (blog,simhash,datasketch,spark,text-dedup)")
     p.add_argument("--peer-timeout", type=int, default=1200, help="seconds before a peer run is given up")
+    p.add_argument("--rounds", type=int,
+                   help="rounds of jieba-rs and neardup, one after the other, in the fingerprint and dedup sections "
+                        "[3; 1 with --quick, which only proves the suite runs]")
     p.add_argument("--render", metavar="RESULTS_JSON", help="only rewrite results.md beside an existing results.json")
     args = p.parse_args()
     if args.render:
         results = Path(args.render)
         (results.parent / "results.md").write_text(markdown(json.loads(results.read_text())))
         return
+    args.rounds = (1 if args.quick else 3) if args.rounds is None else args.rounds
+    if args.rounds < 1:
+        raise SystemExit("--rounds: at least 1")
     args.profile = args.profile or ("dev" if args.quick else "release")
     args.skip = [s for s in args.skip.split(",") if s]
     if shutil.which("java") is None and "spark" not in args.skip:
