@@ -192,15 +192,24 @@ async fn read_whole(ctx: &SessionContext, statement: &str) -> Result<(SchemaRef,
 }
 
 /// How many pieces each partition of the documents held for segmentation
-/// is scanned in ([`held_table`]). The last piece to finish runs alone:
-/// with 4, a Weibo or Heybox run spent 0.1–0.8 s (mean 0.3–0.5 s, at half
-/// this machine's usual speed) with one core idle at the statement's end;
-/// with 16, 0.06–0.22 s. A piece of 1/32 of Weibo still holds about three
-/// batches, so repeats within a batch are found as before.
+/// is scanned in at most ([`held_table`]). The last piece to finish runs
+/// alone: with 4, a Weibo or Heybox run spent 0.1–0.8 s (mean 0.3–0.5 s, at
+/// half this machine's usual speed) with one core idle at the statement's
+/// end; with 16, 0.06–0.22 s.
 const PIECES: usize = 16;
 
+/// The least [`row_bytes`] of a piece: about two batches of short posts
+/// (Weibo's rows are 107 such bytes), so that segmentation still finds the
+/// texts that repeat within a batch when many cores cut the documents fine.
+const PIECE_BYTES: u64 = 2 << 20;
+
+/// How many pieces partitions of `bytes` each are scanned in.
+fn pieces_of(bytes: u64) -> usize {
+    (bytes / PIECE_BYTES).clamp(1, PIECES as u64) as usize
+}
+
 /// `partitions`, each sorted by `sorted_by`, as an in-memory table declared
-/// so, each cut into [`PIECES`] runs of rows in order ([`deal_by_text`]),
+/// so, each cut into up to [`PIECES`] runs of rows in order ([`deal_by_text`]),
 /// each a partition of the table. A statement over it runs a task a piece,
 /// and a core that is done takes the next piece: with one task a core, the
 /// core whose texts were slower to segment (Heybox: 8 % more time for as
@@ -208,7 +217,11 @@ const PIECES: usize = 16;
 /// [`work_table_sorted`] joins the pieces' results again.
 fn held_table(schema: SchemaRef, partitions: Vec<Vec<RecordBatch>>, sorted_by: &[&str]) -> Result<Arc<dyn TableProvider>> {
     let order: Vec<SortExpr> = sorted_by.iter().map(|c| col(*c).sort(true, false)).collect();
-    let pieces = partitions.iter().map(|p| deal_by_text(p, PIECES)).collect::<Result<Vec<_>>>()?;
+    // As many pieces in every partition: the statement's results are
+    // joined back in runs of that many ([`joined`]).
+    let bytes = partitions.iter().flatten().map(|b| Ok(row_bytes(b)?.iter().sum::<u64>())).sum::<Result<u64>>()?;
+    let count = pieces_of(bytes / partitions.len().max(1) as u64);
+    let pieces = partitions.iter().map(|p| deal_by_text(p, count)).collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(MemTable::try_new(schema, pieces.into_iter().flatten().collect())?.with_sort_order(vec![order])))
 }
 
@@ -473,6 +486,11 @@ mod tests {
         assert_eq!(deal_by_text(&even, 3).unwrap().iter().map(rows).collect::<Vec<_>>(), [2, 2, 2]);
         assert_eq!(deal_by_text(&even, 8).unwrap().iter().map(rows).sum::<usize>(), 6);
         assert!(deal_by_text(&[], 2).unwrap().iter().all(Vec::is_empty));
+    }
+
+    #[test]
+    fn a_partition_is_scanned_in_pieces_of_at_least_two_megabytes() {
+        assert_eq!([0, PIECE_BYTES - 1, 3 * PIECE_BYTES, 100 * PIECE_BYTES].map(pieces_of), [1, 1, 3, PIECES]);
     }
 
     #[test]
