@@ -62,15 +62,45 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-pub fn wait_for_port(port: u16) {
-    wait_for(&format!("127.0.0.1:{port}"));
-}
-
 /// Wait until something listens on `address` (HOST:PORT), at most 30 s.
 pub fn wait_for(address: &str) {
     let start = Instant::now();
     while TcpStream::connect(address).is_err() {
         assert!(start.elapsed() < Duration::from_secs(30), "nothing listens on {address}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A process `start`ed on `count` free ports, once something listens on
+/// the first `listening` of them. A port is free only when asked: another
+/// process (another test's server, an executor's outgoing connection) may
+/// take it before the child binds it, and the child then exits. It is
+/// started again on new ports, three times at most.
+fn spawn_on_free_ports(count: usize, listening: usize, start: impl Fn(&[u16]) -> Child) -> (Child, Vec<u16>) {
+    for _ in 0..3 {
+        let ports: Vec<u16> = (0..count).map(|_| free_port()).collect();
+        let mut child = start(&ports);
+        if ports[..listening].iter().all(|&port| listens_while_alive(&mut child, port)) {
+            return (child, ports);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("a cluster process exited at start three times: its ports were taken, or it fails (see its log)");
+}
+
+/// Whether something listens on 127.0.0.1:`port` before `child` exits; at
+/// most 30 s.
+fn listens_while_alive(child: &mut Child, port: u16) -> bool {
+    let start = Instant::now();
+    loop {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        if child.try_wait().ok().flatten().is_some() {
+            return false;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "nothing listens on 127.0.0.1:{port}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -101,8 +131,7 @@ pub fn start_cluster(executors: usize, executor_timeout: Option<u64>, env: &[(&'
 /// in the certificate) and have no gRPC port to wait for (they pull work).
 pub fn start_cluster_with(executors: usize, executor_timeout: Option<u64>, env: &[(&'static str, String)], tls: Option<&[String]>) -> Cluster {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut scheduler_args = vec!["scheduler".to_string(), "--port".into(), port.to_string()];
+    let mut scheduler_args: Vec<String> = Vec::new();
     let mut executor_args: Vec<String> = Vec::new();
     if let Some(t) = executor_timeout {
         scheduler_args.extend(["--executor-timeout".into(), t.to_string()]);
@@ -113,26 +142,30 @@ pub fn start_cluster_with(executors: usize, executor_timeout: Option<u64>, env: 
         executor_args.extend_from_slice(tls);
         executor_args.extend(["--external-host".into(), "127.0.0.1".into()]);
     }
-    let scheduler_args: Vec<&str> = scheduler_args.iter().map(String::as_str).collect();
-    let mut processes = vec![spawn(&scheduler_args, env, &dir.path().join("scheduler.log"))];
-    wait_for_port(port);
-    let scheduler = format!("127.0.0.1:{port}");
+    let (scheduler_process, ports) = spawn_on_free_ports(1, 1, |ports| {
+        let port = ports[0].to_string();
+        let mut args = vec!["scheduler", "--port", &port];
+        args.extend(scheduler_args.iter().map(String::as_str));
+        spawn(&args, env, &dir.path().join("scheduler.log"))
+    });
+    let mut processes = vec![scheduler_process];
+    let scheduler = format!("127.0.0.1:{}", ports[0]);
     let mut flight_ports = Vec::new();
     for i in 0..executors {
-        let (flight, grpc) = (free_port(), free_port());
-        flight_ports.push(flight);
         let work = dir.path().join(format!("executor-{i}"));
-        let (flight_port, grpc_port) = (flight.to_string(), grpc.to_string());
-        let mut args = vec![
-            "executor", "--scheduler", &scheduler, "--port", &flight_port, "--grpc-port", &grpc_port,
-            "--concurrency", "2", "--work-dir", work.to_str().unwrap(),
-        ];
-        args.extend(executor_args.iter().map(String::as_str));
-        processes.push(spawn(&args, env, &dir.path().join(format!("executor-{i}.log"))));
-        wait_for_port(flight);
-        if tls.is_none() {
-            wait_for_port(grpc);
-        }
+        // With TLS an executor has no gRPC port to wait for (it pulls work).
+        let listening = if tls.is_none() { 2 } else { 1 };
+        let (executor, ports) = spawn_on_free_ports(2, listening, |ports| {
+            let (flight_port, grpc_port) = (ports[0].to_string(), ports[1].to_string());
+            let mut args = vec![
+                "executor", "--scheduler", &scheduler, "--port", &flight_port, "--grpc-port", &grpc_port,
+                "--concurrency", "2", "--work-dir", work.to_str().unwrap(),
+            ];
+            args.extend(executor_args.iter().map(String::as_str));
+            spawn(&args, env, &dir.path().join(format!("executor-{i}.log")))
+        });
+        processes.push(executor);
+        flight_ports.push(ports[0]);
     }
     // Executors register with their first heartbeat (or poll).
     std::thread::sleep(Duration::from_secs(2));
