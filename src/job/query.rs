@@ -136,7 +136,16 @@ const ROW_BYTES: u64 = 64;
 /// batches of 8,192, 8,192 and 1,676 articles made partitions of 9,868 and
 /// 8,192. Batches are sliced, not copied.
 fn deal_by_text(batches: &[RecordBatch], count: usize) -> Result<Vec<Vec<RecordBatch>>> {
-    let bytes: Vec<u64> = batches.iter().map(row_bytes).collect::<Result<Vec<_>>>()?.concat();
+    Ok(deal_by_bytes(batches, &all_row_bytes(batches)?, count))
+}
+
+/// Every row's [`row_bytes`], batch after batch.
+fn all_row_bytes(batches: &[RecordBatch]) -> Result<Vec<u64>> {
+    Ok(batches.iter().map(row_bytes).collect::<Result<Vec<_>>>()?.concat())
+}
+
+/// [`deal_by_text`] with each row's bytes (`bytes`) already known.
+fn deal_by_bytes(batches: &[RecordBatch], bytes: &[u64], count: usize) -> Vec<Vec<RecordBatch>> {
     let mut partitions = vec![Vec::new(); count.max(1)];
     let (mut batch, mut offset) = (0, 0);
     for (part, rows) in crate::parallel::cut(bytes.len(), count, |i| bytes[i]).into_iter().enumerate() {
@@ -153,7 +162,7 @@ fn deal_by_text(batches: &[RecordBatch], count: usize) -> Result<Vec<Vec<RecordB
             }
         }
     }
-    Ok(partitions)
+    partitions
 }
 
 /// Each row's bytes of `text` and `title` (those present), plus [`ROW_BYTES`].
@@ -219,10 +228,10 @@ fn held_table(schema: SchemaRef, partitions: Vec<Vec<RecordBatch>>, sorted_by: &
     let order: Vec<SortExpr> = sorted_by.iter().map(|c| col(*c).sort(true, false)).collect();
     // As many pieces in every partition: the statement's results are
     // joined back in runs of that many ([`joined`]).
-    let bytes = partitions.iter().flatten().map(|b| Ok(row_bytes(b)?.iter().sum::<u64>())).sum::<Result<u64>>()?;
-    let count = pieces_of(bytes / partitions.len().max(1) as u64);
-    let pieces = partitions.iter().map(|p| deal_by_text(p, count)).collect::<Result<Vec<_>>>()?;
-    Ok(Arc::new(MemTable::try_new(schema, pieces.into_iter().flatten().collect())?.with_sort_order(vec![order])))
+    let bytes = partitions.iter().map(|p| all_row_bytes(p)).collect::<Result<Vec<_>>>()?;
+    let count = pieces_of(bytes.iter().flatten().sum::<u64>() / partitions.len().max(1) as u64);
+    let pieces = partitions.iter().zip(&bytes).map(|(p, bytes)| deal_by_bytes(p, bytes, count));
+    Ok(Arc::new(MemTable::try_new(schema, pieces.flatten().collect())?.with_sort_order(vec![order])))
 }
 
 /// `partitions` joined into `count`, each of a run of consecutive ones: the

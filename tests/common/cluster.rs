@@ -64,8 +64,19 @@ pub fn free_port() -> u16 {
 
 /// Wait until something listens on `address` (HOST:PORT), at most 30 s.
 pub fn wait_for(address: &str) {
+    listens(address, || true);
+}
+
+/// Whether something listens on `address` while `alive` holds; at most 30 s.
+fn listens(address: &str, mut alive: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
-    while TcpStream::connect(address).is_err() {
+    loop {
+        if TcpStream::connect(address).is_ok() {
+            return true;
+        }
+        if !alive() {
+            return false;
+        }
         assert!(start.elapsed() < Duration::from_secs(30), "nothing listens on {address}");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -80,29 +91,14 @@ fn spawn_on_free_ports(count: usize, listening: usize, start: impl Fn(&[u16]) ->
     for _ in 0..3 {
         let ports: Vec<u16> = (0..count).map(|_| free_port()).collect();
         let mut child = start(&ports);
-        if ports[..listening].iter().all(|&port| listens_while_alive(&mut child, port)) {
+        let mut alive = || child.try_wait().ok().flatten().is_none();
+        if ports[..listening].iter().all(|port| listens(&format!("127.0.0.1:{port}"), &mut alive)) {
             return (child, ports);
         }
         let _ = child.kill();
         let _ = child.wait();
     }
     panic!("a cluster process exited at start three times: its ports were taken, or it fails (see its log)");
-}
-
-/// Whether something listens on 127.0.0.1:`port` before `child` exits; at
-/// most 30 s.
-fn listens_while_alive(child: &mut Child, port: u16) -> bool {
-    let start = Instant::now();
-    loop {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return true;
-        }
-        if child.try_wait().ok().flatten().is_some() {
-            return false;
-        }
-        assert!(start.elapsed() < Duration::from_secs(30), "nothing listens on 127.0.0.1:{port}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Start `neardup ARGS` with its standard error in `log`.
