@@ -71,13 +71,11 @@ impl SimHasher {
     }
 
     /// Add the fixed-point features `features` at once: the same votes as
-    /// [`SimHasher::add_fixed`] of each in turn. A term's weight is added to
-    /// the bits its hash sets, about half of the 64 (found by their trailing
-    /// zeros), and each vote is settled once at the end as what its set bits
-    /// gained less what its clear bits did: a third of the work of voting on
-    /// every bit of every term, which was most of what a fingerprint cost.
-    /// Where a vote could reach the bounds of `i64`, whose saturation makes
-    /// the order matter, the terms are added one by one instead.
+    /// [`SimHasher::add_fixed`] of each in turn. A bit's vote is settled
+    /// once at the end as what the terms whose hash sets it gained less what
+    /// the others did (`gained_by_bit`). Where a vote could reach the
+    /// bounds of `i64`, whose saturation makes the order matter, the terms
+    /// are added one by one instead.
     pub fn add_all_fixed(&mut self, features: &[(u64, i64)]) {
         let start = self.votes.iter().map(|v| v.unsigned_abs()).max().unwrap_or(0);
         let bound = features.iter().try_fold(start, |t, &(_, w)| t.checked_add(w.unsigned_abs()));
@@ -85,16 +83,10 @@ impl SimHasher {
             features.iter().for_each(|&(hash, w)| self.add_fixed(hash, w));
             return;
         }
-        // No partial sum below exceeds the bound, so none overflows.
-        let (mut gained, mut all) = ([0i64; 64], 0i64);
-        for &(hash, w) in features {
-            all += w;
-            let mut bits = hash;
-            while bits != 0 {
-                gained[bits.trailing_zeros() as usize] += w;
-                bits &= bits - 1;
-            }
-        }
+        // No partial sum below exceeds the bound, so none overflows, and
+        // integer sums do not depend on the order they are taken in.
+        let all: i64 = features.iter().map(|&(_, w)| w).sum();
+        let gained = gained_by_bit(features);
         for (v, g) in self.votes.iter_mut().zip(gained) {
             *v += g - (all - g);
         }
@@ -200,6 +192,49 @@ pub fn similarity(a: u64, b: u64) -> f64 {
     f64::from(64 - hamming(a, b)) / 64.0
 }
 
+/// For each bit, the sum of the weights of the features whose hash sets it.
+///
+/// The weights are summed by the value of each of the hash's 16 nibbles
+/// (16 additions a term, none of them waiting on a branch), and each bit's
+/// sum is taken from the eight values of its nibble that set it, once at
+/// the end. Adding each weight to the bits its hash sets, found one by one
+/// by their trailing zeros, took about 30 ns a term, most of it in
+/// mispredicted branches; this takes 6, and costs less from 4 terms on.
+/// It was a fifth of Heybox's fingerprints' statement.
+fn gained_by_bit(features: &[(u64, i64)]) -> [i64; 64] {
+    let mut gained = [0i64; 64];
+    let mut by_nibble = [[0i64; 16]; 16];
+    for &(hash, w) in features {
+        for (n, sums) in by_nibble.iter_mut().enumerate() {
+            sums[((hash >> (4 * n)) & 15) as usize] += w;
+        }
+    }
+    for (sums, gained) in by_nibble.iter().zip(gained.chunks_exact_mut(4)) {
+        for (g, values) in gained.iter_mut().zip(&NIBBLES_SETTING) {
+            *g = values.iter().map(|&v| sums[v]).sum();
+        }
+    }
+    gained
+}
+
+/// For each bit of a nibble, the eight nibble values that set it.
+const NIBBLES_SETTING: [[usize; 8]; 4] = {
+    let mut out = [[0; 8]; 4];
+    let mut bit = 0;
+    while bit < 4 {
+        let (mut value, mut i) = (0, 0);
+        while value < 16 {
+            if value >> bit & 1 == 1 {
+                out[bit][i] = value;
+                i += 1;
+            }
+            value += 1;
+        }
+        bit += 1;
+    }
+    out
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,7 +292,7 @@ mod tests {
             state ^= state << 17;
             state
         };
-        for n in [0usize, 1, 2, 7, 64, 500] {
+        for n in [0usize, 1, 2, 7, 15, 16, 17, 64, 500] {
             let features: Vec<(u64, i64)> = (0..n).map(|i| (next(), (next() % 5_000_000) as i64 - (i % 3 == 0) as i64 * 1_000_000)).collect();
             let (mut one, mut all) = (SimHasher::default(), SimHasher::default());
             one.add_fixed(7, 3);

@@ -31,8 +31,18 @@ use crate::weight::{IdfFormula, Weighting};
 /// Models kept per process (the latest ones used).
 const CACHED_MODELS: usize = 4;
 
-/// Document frequencies by term hash.
+/// Document frequencies by term hash, as the df table holds them.
 type DfTable = HashKeyed<f64>;
+
+/// The idf of every term of a df table, for one formula and corpus size.
+/// Made once per process: a corpus has far fewer distinct terms than
+/// (document, term) rows (Heybox: 231,174 against about 5 million), and
+/// the logarithm per row was a tenth of the fingerprints' statement.
+struct IdfTable {
+    by_hash: HashKeyed<f64>,
+    /// The idf of a term missing from the table, which counts as df = 1.
+    missing: f64,
+}
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct IdfSimhash {
@@ -89,15 +99,12 @@ fn execution(e: impl std::fmt::Display) -> DataFusionError {
 /// The constant arguments of a call, read once per batch.
 struct Options {
     weighting: Weighting,
-    formula: IdfFormula,
     top_k: Option<usize>,
     /// Whether the result carries the SimHash vector (else NULL): building
     /// 64 bytes a document that no one reads cost a Weibo run 0.3 s.
     with_vector: bool,
-    /// The corpus size N (0 when the weighting uses no IDF).
-    n: f64,
-    /// The document frequencies by term hash, when the weighting uses IDF.
-    model: Option<Arc<DfTable>>,
+    /// The idf of every term, when the weighting uses IDF.
+    idfs: Option<Arc<IdfTable>>,
 }
 
 impl Options {
@@ -124,33 +131,32 @@ impl Options {
             ColumnarValue::Scalar(ScalarValue::Float64(n)) => *n,
             _ => return exec_err!("idf_simhash: 'n' must be a constant"),
         };
-        let model = match (weighting.needs_idf(), scalar_str(args, 1, name, "model")?) {
-            (false, _) => None,
-            (true, Some(urls)) if !urls.is_empty() => {
-                let version = scalar_str(args, 2, name, "version")?.unwrap_or_default();
-                Some(model(&urls, &version)?)
-            }
-            (true, _) => return exec_err!("idf_simhash: weighting '{weighting}' needs a df table ('model')"),
-        };
         let n = match (weighting.needs_idf(), n) {
             (true, None) => return exec_err!("idf_simhash: weighting '{weighting}' needs the corpus size n"),
             (_, n) => n.unwrap_or(0.0),
         };
-        Ok(Options { weighting, formula, top_k, with_vector, n, model })
+        let idfs = match (weighting.needs_idf(), scalar_str(args, 1, name, "model")?) {
+            (false, _) => None,
+            (true, Some(urls)) if !urls.is_empty() => {
+                let version = scalar_str(args, 2, name, "version")?.unwrap_or_default();
+                Some(idf_table(&urls, &version, formula, n)?)
+            }
+            (true, _) => return exec_err!("idf_simhash: weighting '{weighting}' needs a df table ('model')"),
+        };
+        Ok(Options { weighting, top_k, with_vector, idfs })
     }
 
-    /// The document frequency of every term of the batch (`hash` between
-    /// the first and the last of `offsets`), in order, when the weighting
-    /// has a model; a term missing from it counts as df = 1. Looked up in a
-    /// loop of their own: the table (Weibo: 600,000 terms) is far larger
-    /// than a core's cache, and every lookup waits for memory twice. Here the
-    /// lookups do not wait for each other, where between the weights they
-    /// did (the lookups were four fifths of the function's time).
-    fn document_frequencies(&self, hash: &UInt64Array, offsets: &[i32]) -> Option<Vec<f64>> {
-        let table = self.model.as_ref()?;
+    /// The idf of every term of the batch (`hash` between the first and
+    /// the last of `offsets`), in order, when the weighting has a model.
+    /// Looked up in a loop of their own: the table (Weibo: 600,000 terms) is
+    /// far larger than a core's cache, and every lookup waits for memory
+    /// twice. Here the lookups do not wait for each other, where between the
+    /// weights they did (the lookups were four fifths of the function's time).
+    fn idfs(&self, hash: &UInt64Array, offsets: &[i32]) -> Option<Vec<f64>> {
+        let table = self.idfs.as_ref()?;
         let (first, last) = (offsets.first().copied()?, offsets.last().copied()?);
         let hashes = &hash.values()[first as usize..last as usize];
-        Some(hashes.iter().map(|h| table.get(h).copied().unwrap_or(1.0)).collect())
+        Some(hashes.iter().map(|h| table.by_hash.get(h).copied().unwrap_or(table.missing)).collect())
     }
 
     /// Each row's fingerprint and vector (NULL without terms) and its number
@@ -162,17 +168,14 @@ impl Options {
         let mut vectors = self.with_vector.then(|| FixedSizeBinaryBuilder::with_capacity(list.len(), VECTOR_BYTES));
         let mut votes: Vec<(u64, f64, u32)> = Vec::new();
         let mut fixed: Vec<(u64, i64)> = Vec::new();
-        let dfs = self.document_frequencies(hash, offsets);
+        let idfs = self.idfs(hash, offsets);
         let first = offsets.first().map_or(0, |&o| o as usize);
         for row in 0..list.len() {
             votes.clear();
             if list.is_valid(row) {
                 for j in offsets[row] as usize..offsets[row + 1] as usize {
                     let factors = factors.get(j);
-                    let idf = match &dfs {
-                        Some(dfs) => self.formula.idf(dfs[j - first], self.n),
-                        None => 1.0,
-                    };
+                    let idf = idfs.as_ref().map_or(1.0, |idfs| idfs[j - first]);
                     votes.push((hash.value(j), self.weighting.weight(&factors, idf), factors.count));
                 }
             }
@@ -285,16 +288,20 @@ impl ScalarUDFImpl for IdfSimhash {
     }
 }
 
-/// The df table at `urls` (one or more files, line-separated), from the
-/// process's cache or read now.
-fn model(urls: &str, version: &str) -> Result<Arc<DfTable>> {
-    static CACHE: ProcessCache<DfTable> = ProcessCache::new(CACHED_MODELS);
-    CACHE.get_or_load(format!("{urls}\n{version}"), || {
-        let mut table = DfTable::default();
+/// The idf of every term of the df table at `urls` (one or more files,
+/// line-separated) by `formula` over `n` documents, from the process's
+/// cache or read now. The idf is the formula's of the term's df, the same
+/// value as computing it row by row.
+fn idf_table(urls: &str, version: &str, formula: IdfFormula, n: f64) -> Result<Arc<IdfTable>> {
+    static CACHE: ProcessCache<IdfTable> = ProcessCache::new(CACHED_MODELS);
+    // n's bits, not its decimal text: two sizes never share a table.
+    CACHE.get_or_load(format!("{urls}\n{version}\n{formula}\n{:x}", n.to_bits()), || {
+        let mut by_hash = DfTable::default();
         for url in urls.lines().filter(|u| !u.is_empty()) {
-            read_df_file(url, &mut table)?;
+            read_df_file(url, &mut by_hash)?;
         }
-        Ok(table)
+        by_hash.values_mut().for_each(|df| *df = formula.idf(*df, n));
+        Ok(IdfTable { by_hash, missing: formula.idf(1.0, n) })
     })
 }
 
