@@ -4,6 +4,7 @@
 //! Plain Rust over `&str`, with no DataFusion in sight: the SQL functions in
 //! [`crate::udf`] are thin Arrow adapters over what lives here.
 
+mod learned_tags;
 mod lines;
 mod normalize;
 pub mod shingles;

@@ -39,6 +39,9 @@ pub struct StatsScratch {
     title_hashes: Vec<u64>,
     /// The terms' hashes and positions, sorted ([`sort_by_hash`]).
     order: Vec<(u64, u32)>,
+    /// The terms whose POS factor the analyzer has yet to learn.
+    unknown: Vec<usize>,
+    learned: Vec<(u64, u8)>,
 }
 
 /// The part-of-speech factor of docs/algorithm.md §3: nouns 3, verbs 2, anything else 1.
@@ -101,22 +104,27 @@ impl<'a> DocStats<'a> {
         scratch: &mut StatsScratch,
     ) -> DocStats<'a> {
         tokens.clear();
-        analyzer.words(text, mode, with_pos, tokens);
-        let StatsScratch { index, kept, chars, title_hashes, order } = scratch;
+        let untagged = analyzer.words_untagged(text, mode, with_pos, tokens);
+        let StatsScratch { index, kept, chars, title_hashes, order, unknown, learned } = scratch;
         index.clear();
         kept.clear();
         terms.clear();
+        unknown.clear();
         let mut total = 0u32;
+        // Untagged words take the factor learned for the word (a word's tag
+        // is the same wherever it occurs), or are learned below.
+        let known = untagged.then(|| analyzer.known_pos_factors());
         for token in tokens.iter() {
             let hash = hash64(token.term.as_bytes());
-            let cx = pos_factor(token.pos);
             // One probe of the index a token, whether the word is new or not.
             match index.entry(hash) {
                 Entry::Occupied(seen) => {
                     let i = *seen.get();
                     let stat = &mut terms[i].factors;
                     stat.count += 1;
-                    stat.cx = stat.cx.max(cx);
+                    if !untagged {
+                        stat.cx = stat.cx.max(pos_factor(token.pos));
+                    }
                     total += u32::from(kept[i]);
                 }
                 Entry::Vacant(new) => {
@@ -124,10 +132,29 @@ impl<'a> DocStats<'a> {
                     let feature = analyzer.is_feature_hashed(token.term, hash);
                     kept.push(feature);
                     total += u32::from(feature);
+                    // A word that is no feature is dropped: its factor is not needed.
+                    let cx = match &known {
+                        None => pos_factor(token.pos),
+                        Some(known) if feature => known.get(&hash).copied().unwrap_or_else(|| {
+                            unknown.push(terms.len());
+                            1
+                        }),
+                        Some(_) => 1,
+                    };
                     let factors = TermFactors { count: 1, tf: 0.0, cx, len: 0.0, logo: 0, title: 0 };
                     terms.push(TermStat { term: token.term, hash, factors });
                 }
             }
+        }
+        drop(known);
+        if !unknown.is_empty() {
+            learned.clear();
+            for &i in unknown.iter() {
+                let term = &mut terms[i];
+                term.factors.cx = pos_factor(analyzer.tag_in_place(text, term.term));
+                learned.push((term.hash, term.factors.cx));
+            }
+            analyzer.remember_pos_factors(learned);
         }
         // One flag a term, pushed together.
         let mut is_kept = kept.iter().copied();
@@ -250,4 +277,26 @@ mod tests {
     fn pos_factor_follows_the_tag_set() {
         assert_eq!([pos_factor("n"), pos_factor("nr"), pos_factor("vn"), pos_factor("eng"), pos_factor("x")], [3, 3, 2, 1, 1]);
     }
+
+    #[test]
+    fn learned_pos_factors_are_the_factors_of_the_tags() {
+        // A fresh analyzer learns every factor; a second pass finds them all.
+        let analyzer = Analyzer::new(&crate::text::AnalyzerOptions::default()).unwrap();
+        let texts = ["韩冰冰和李易峰在2024年的Steam夏促买了《艾尔登法环》DLC，花了199.5元", "小明硕士毕业于中国科学院计算所，后在日本京都大学深造"];
+        for pass in 0..2 {
+            for text in texts {
+                let mut tokens = Vec::new();
+                let stats = DocStats::compute(&analyzer, (text, None), (Mode::Precise, true), (&mut tokens, Vec::new()), &mut StatsScratch::default());
+                let mut tagged = Vec::new();
+                analyzer.words(text, Mode::Precise, true, &mut tagged);
+                assert!(!stats.terms.is_empty());
+                for term in &stats.terms {
+                    let expected = tagged.iter().filter(|t| t.term == term.term).map(|t| pos_factor(t.pos)).max();
+                    assert_eq!(Some(term.factors.cx), expected, "pass {pass}: {}", term.term);
+                }
+            }
+        }
+        assert!(analyzer.known_pos_factors().len() >= 15);
+    }
+
 }

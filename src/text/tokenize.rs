@@ -16,11 +16,12 @@ use std::fmt;
 use std::fs;
 use std::io::BufReader;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLockReadGuard};
 
 use jieba_rs::Jieba;
 
-use super::WordSet;
+use super::learned_tags::{run_around, LearnedFactors};
+use super::{HashKeyed, WordSet};
 use crate::fingerprint::hash64;
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -147,6 +148,8 @@ pub struct Analyzer {
     jieba: Jieba,
     stopwords: WordSet,
     signal_words: WordSet,
+    /// Words' POS factors, learned from jieba-rs's tags (learned_tags.rs).
+    learned: LearnedFactors,
 }
 
 impl fmt::Debug for Analyzer {
@@ -196,6 +199,7 @@ impl Analyzer {
             jieba,
             stopwords: WordSet::new(stopwords.iter().map(String::as_str)),
             signal_words: WordSet::new(signal_words.iter().map(String::as_str)),
+            learned: LearnedFactors::default(),
         })
     }
 
@@ -298,6 +302,49 @@ impl Analyzer {
                 }
             }
         }
+    }
+
+    /// [`Analyzer::words`] for term statistics, which need a word's tag only
+    /// for its POS factor. In precise mode with tags, on Chinese text, the
+    /// words come from jieba-rs's `cut`, untagged (`x`), and the answer is
+    /// `true`: each word's factor is then looked up
+    /// ([`Analyzer::known_pos_factors`]) or learned ([`Analyzer::tag_in_place`]),
+    /// once a word (learned_tags.rs).
+    pub fn words_untagged<'a>(&'a self, text: &'a str, mode: Mode, with_pos: bool, out: &mut Vec<Token<'a>>) -> bool {
+        if with_pos && mode == Mode::Precise && text.chars().any(is_han) {
+            out.extend(self.jieba.cut(text, true).into_iter().map(|t| Token { term: t.word, pos: "x" }));
+            return true;
+        }
+        self.words(text, mode, with_pos, out);
+        false
+    }
+
+    /// The POS factors learned so far, by `hash64` of the word.
+    pub fn known_pos_factors(&self) -> RwLockReadGuard<'_, HashKeyed<u8>> {
+        self.learned.known()
+    }
+
+    /// Remember words' POS factors: (`hash64` of the word, factor) pairs.
+    pub fn remember_pos_factors(&self, learned: &[(u64, u8)]) {
+        self.learned.remember(learned);
+    }
+
+    /// jieba-rs's tag of `word`, a word of `text` as `cut` cuts it (a slice
+    /// of `text`): `tag`'s of the word alone when alone it is one word, else
+    /// of the run of characters around it, which `tag` cuts as it cuts the
+    /// text; else (never seen) of the whole text.
+    pub fn tag_in_place<'a>(&'a self, text: &'a str, word: &'a str) -> &'a str {
+        if let [alone] = self.jieba.tag(word, true).as_slice() {
+            return alone.tag;
+        }
+        let start = word.as_ptr() as usize - text.as_ptr() as usize;
+        let at = start..start + word.len();
+        let run = run_around(text, at.clone());
+        let tagged = |within: &'a str, offset: usize| {
+            let mut tags = self.jieba.tag(within, true).into_iter();
+            tags.find(|t| offset + t.byte_start == at.start && offset + t.byte_end == at.end).map(|t| t.tag)
+        };
+        tagged(&text[run.clone()], run.start).or_else(|| tagged(text, 0)).unwrap_or("x")
     }
 
     /// `text` split into words that cover it whole, spaces and punctuation
@@ -517,4 +564,34 @@ mod tests {
         a.tokens("近重复检测很有用", Mode::Precise, true, &mut out);
         assert_eq!(out[0], Token { term: "近重复检测", pos: "n" });
     }
+
+    /// Texts whose words jieba-rs cuts in every way: dictionary words,
+    /// unknown names and words the HMM joins, Latin letters, digits,
+    /// punctuation, `\r\n`, an ideograph of an extension block, emoji.
+    const TAG_TEXTS: [&str; 6] = [
+        "我爱北京天安门，今天天气不错！",
+        "小明硕士毕业于中国科学院计算所，后在日本京都大学深造",
+        "韩冰冰和李易峰在2024年的Steam夏促买了《艾尔登法环》DLC+3个皮肤，花了199.5元",
+        "他来到了网易杭研大厦\r\n结果：𠀀字与😀表情都在",
+        "//@王二麻子: 转发微博 #话题# http://t.cn/abc_12-3 100%",
+        "  ，。！？  好的……",
+    ];
+
+    #[test]
+    fn a_word_is_tagged_in_place_as_tag_tags_the_whole_text() {
+        // A fresh analyzer: nothing learned yet.
+        let analyzer = Analyzer::new(&AnalyzerOptions::default()).unwrap();
+        for text in TAG_TEXTS {
+            let expected: Vec<(&str, &str)> = analyzer.jieba.tag(text, true).into_iter().map(|t| (t.word, t.tag)).collect();
+            let mut words = Vec::new();
+            assert!(analyzer.words_untagged(text, Mode::Precise, true, &mut words), "{text}");
+            let in_place: Vec<(&str, &str)> = words.iter().map(|w| (w.term, analyzer.tag_in_place(text, w.term))).collect();
+            assert_eq!(in_place, expected, "{text}");
+        }
+        // Without tags, or without Chinese, words come as before.
+        let mut words = Vec::new();
+        assert!(!analyzer.words_untagged("plain English text", Mode::Precise, true, &mut words));
+        assert!(!analyzer.words_untagged(TAG_TEXTS[0], Mode::Precise, false, &mut words));
+    }
+
 }
