@@ -298,5 +298,4 @@ mod tests {
         }
         assert!(analyzer.known_pos_factors().len() >= 15);
     }
-
 }

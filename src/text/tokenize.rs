@@ -332,12 +332,16 @@ impl Analyzer {
     /// jieba-rs's tag of `word`, a word of `text` as `cut` cuts it (a slice
     /// of `text`): `tag`'s of the word alone when alone it is one word, else
     /// of the run of characters around it, which `tag` cuts as it cuts the
-    /// text; else (never seen) of the whole text.
+    /// text; else (not seen on two corpora) of the whole text. `x` for a
+    /// `word` that is not a word of `text`.
     pub fn tag_in_place<'a>(&'a self, text: &'a str, word: &'a str) -> &'a str {
         if let [alone] = self.jieba.tag(word, true).as_slice() {
             return alone.tag;
         }
-        let start = word.as_ptr() as usize - text.as_ptr() as usize;
+        let start = (word.as_ptr() as usize).checked_sub(text.as_ptr() as usize);
+        let Some(start) = start.filter(|&s| text.get(s..s + word.len()).is_some()) else {
+            return "x";
+        };
         let at = start..start + word.len();
         let run = run_around(text, at.clone());
         let tagged = |within: &'a str, offset: usize| {
@@ -592,6 +596,7 @@ mod tests {
         let mut words = Vec::new();
         assert!(!analyzer.words_untagged("plain English text", Mode::Precise, true, &mut words));
         assert!(!analyzer.words_untagged(TAG_TEXTS[0], Mode::Precise, false, &mut words));
+        assert_eq!(analyzer.tag_in_place(TAG_TEXTS[0], "天气不错的一天"), "x", "not a word of the text");
     }
 
 }
