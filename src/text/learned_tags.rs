@@ -9,8 +9,10 @@
 //! not seen before. The guess was about a seventh of segmentation's time
 //! (Heybox and Weibo), paid at every occurrence of every unknown word.
 
+use std::cell::Cell;
 use std::ops::Range;
-use std::sync::{RwLock, RwLockReadGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{PoisonError, RwLock};
 
 use super::HashKeyed;
 
@@ -18,29 +20,121 @@ use super::HashKeyed;
 /// of hundreds of millions of distinct words keeps learning the rest again.
 const MAX_WORDS: usize = 1 << 22;
 
+/// Slots of [`RecentFactors`]: 256 KB, within a core's L2 cache.
+const RECENT_SLOTS: usize = 1 << 14;
+
+/// Tells one analyzer's table from another's, so that a thread's recent
+/// factors are never read for another dictionary.
+static NEXT_TABLE: AtomicU64 = AtomicU64::new(1);
+
 /// POS factors by `hash64` of the word, shared by every thread of an
 /// analyzer. Which thread learns a word first does not matter: every one
 /// learns the same factor.
-#[derive(Default)]
 pub(super) struct LearnedFactors {
+    table: u64,
     by_hash: RwLock<HashKeyed<u8>>,
 }
 
-impl LearnedFactors {
-    /// The factors learned so far, read through one document.
-    pub(super) fn known(&self) -> RwLockReadGuard<'_, HashKeyed<u8>> {
-        // A panic elsewhere leaves every entry a word's factor: still right.
-        self.by_hash.read().unwrap_or_else(|e| e.into_inner())
+impl Default for LearnedFactors {
+    fn default() -> Self {
+        LearnedFactors { table: NEXT_TABLE.fetch_add(1, Ordering::Relaxed), by_hash: RwLock::default() }
+    }
+}
+
+/// A word whose factor is wanted: its hash, the caller's index of it, and
+/// its factor once found.
+pub(super) type Wanted = (u64, usize, u8);
+
+/// Factors of the words one thread saw lately, a slot a hash (factor 0:
+/// empty), in front of a [`LearnedFactors`]. Most words of a text are common
+/// ones, found here without a miss of the cache or a lock. When dropped, the
+/// slots stay with the thread for its next batch of the same analyzer.
+pub(super) struct RecentFactors {
+    table: u64,
+    slots: Box<[(u64, u8)]>,
+    learned: Vec<(u64, u8)>,
+}
+
+thread_local! {
+    /// The slots of the thread's last [`RecentFactors`] and their table.
+    static KEPT: Cell<Option<(u64, Box<[(u64, u8)]>)>> = const { Cell::new(None) };
+}
+
+impl Drop for RecentFactors {
+    fn drop(&mut self) {
+        let slots = std::mem::take(&mut self.slots);
+        // At the thread's exit there is nowhere to keep them.
+        let _ = KEPT.try_with(|kept| kept.set(Some((self.table, slots))));
+    }
+}
+
+impl RecentFactors {
+    fn slot(hash: u64) -> usize {
+        (hash as usize) & (RECENT_SLOTS - 1)
     }
 
-    /// Remember `learned` (hash, factor) pairs.
-    pub(super) fn remember(&self, learned: &[(u64, u8)]) {
-        let mut by_hash = self.by_hash.write().unwrap_or_else(|e| e.into_inner());
-        for &(hash, factor) in learned {
+    /// The factor of the word of `hash`, if seen lately.
+    #[inline]
+    pub(super) fn get(&self, hash: u64) -> Option<u8> {
+        match self.slots[Self::slot(hash)] {
+            (h, factor) if h == hash && factor != 0 => Some(factor),
+            _ => None,
+        }
+    }
+
+    fn put(&mut self, hash: u64, factor: u8) {
+        self.slots[Self::slot(hash)] = (hash, factor);
+    }
+}
+
+impl LearnedFactors {
+    /// This table's recent factors in `recent`: the thread's, kept from its
+    /// last batch, or new ones.
+    pub(super) fn recent<'r>(&self, recent: &'r mut Option<RecentFactors>) -> &'r mut RecentFactors {
+        if recent.as_ref().is_some_and(|r| r.table != self.table) {
+            *recent = None;
+        }
+        recent.get_or_insert_with(|| {
+            let slots = match KEPT.take() {
+                Some((table, slots)) if table == self.table => slots,
+                _ => vec![(0, 0); RECENT_SLOTS].into_boxed_slice(),
+            };
+            RecentFactors { table: self.table, slots, learned: Vec::new() }
+        })
+    }
+
+    /// The factors of `wanted` words, none of them in `recent`: from this
+    /// table (one read lock), else `learn`ed from the caller's index (and
+    /// remembered, one write lock); each also put in `recent`.
+    pub(super) fn find_or_learn(&self, recent: &mut RecentFactors, wanted: &mut [Wanted], learn: impl Fn(usize) -> u8) {
+        // A panic elsewhere leaves every entry a word's factor: still right.
+        let known = self.by_hash.read().unwrap_or_else(PoisonError::into_inner);
+        for (hash, _, factor) in wanted.iter_mut() {
+            *factor = known.get(hash).copied().unwrap_or(0);
+        }
+        drop(known);
+        recent.learned.clear();
+        for &mut (hash, at, ref mut factor) in wanted.iter_mut() {
+            if *factor == 0 {
+                *factor = learn(at);
+                recent.learned.push((hash, *factor));
+            }
+            recent.put(hash, *factor);
+        }
+        if recent.learned.is_empty() {
+            return;
+        }
+        let mut by_hash = self.by_hash.write().unwrap_or_else(PoisonError::into_inner);
+        for &(hash, factor) in &recent.learned {
             if by_hash.len() < MAX_WORDS {
                 by_hash.insert(hash, factor);
             }
         }
+    }
+
+    /// How many words' factors are known.
+    pub(super) fn len(&self) -> usize {
+        self.by_hash.read().unwrap_or_else(PoisonError::into_inner).len()
     }
 }
 

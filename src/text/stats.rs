@@ -3,6 +3,7 @@
 
 use std::collections::hash_map::Entry;
 
+use super::learned_tags::{RecentFactors, Wanted};
 use super::{Analyzer, Mode, Token};
 use crate::fingerprint::hash64;
 use crate::weight::TermFactors;
@@ -39,21 +40,11 @@ pub struct StatsScratch {
     title_hashes: Vec<u64>,
     /// The terms' hashes and positions, sorted ([`sort_by_hash`]).
     order: Vec<(u64, u32)>,
-    /// The terms whose POS factor the analyzer has yet to learn.
-    unknown: Vec<usize>,
-    learned: Vec<(u64, u8)>,
-    /// POS factors of words seen lately, by hash, a slot a hash
-    /// ([`FRONT_SLOTS`]; factor 0: empty). Most words of a text are
-    /// common ones, found here without a miss of the cache or a lock.
-    front: Vec<(u64, u8)>,
-}
-
-/// Slots of [`StatsScratch::front`]: 256 KB, within a core's L2 cache.
-const FRONT_SLOTS: usize = 1 << 14;
-
-/// The slot of `hash` in [`StatsScratch::front`].
-fn front_slot(hash: u64) -> usize {
-    (hash as usize) & (FRONT_SLOTS - 1)
+    /// The terms whose POS factor is not among the recent ones.
+    wanted: Vec<Wanted>,
+    /// The thread's recent POS factors (learned_tags.rs), taken at the
+    /// first document that needs them.
+    recent: Option<RecentFactors>,
 }
 
 /// The part-of-speech factor of docs/algorithm.md §3: nouns 3, verbs 2, anything else 1.
@@ -95,42 +86,6 @@ fn sort_by_hash(terms: &mut [TermStat<'_>], order: &mut Vec<(u64, u32)>) {
     }
 }
 
-/// The POS factors of the `unknown` terms of `text`, from what the
-/// analyzer has learned (under one read lock a document) or learned now
-/// (one write lock), each also put in `front`.
-fn find_or_learn_factors<'a>(
-    analyzer: &'a Analyzer,
-    text: &'a str,
-    terms: &mut [TermStat<'a>],
-    (unknown, learned): (&mut Vec<usize>, &mut Vec<(u64, u8)>),
-    front: &mut [(u64, u8)],
-) {
-    let known = analyzer.known_pos_factors();
-    unknown.retain(|&i| {
-        let term = &mut terms[i];
-        match known.get(&term.hash) {
-            Some(&cx) => {
-                term.factors.cx = cx;
-                front[front_slot(term.hash)] = (term.hash, cx);
-                false
-            }
-            None => true,
-        }
-    });
-    drop(known);
-    if unknown.is_empty() {
-        return;
-    }
-    learned.clear();
-    for &i in unknown.iter() {
-        let term = &mut terms[i];
-        term.factors.cx = pos_factor(analyzer.tag_in_place(text, term.term));
-        front[front_slot(term.hash)] = (term.hash, term.factors.cx);
-        learned.push((term.hash, term.factors.cx));
-    }
-    analyzer.remember_pos_factors(learned);
-}
-
 impl<'a> DocStats<'a> {
     /// Term statistics of a document whose text and title are already normalised.
     ///
@@ -153,14 +108,12 @@ impl<'a> DocStats<'a> {
     ) -> DocStats<'a> {
         tokens.clear();
         let untagged = analyzer.words_untagged(text, mode, with_pos, tokens);
-        let StatsScratch { index, kept, chars, title_hashes, order, unknown, learned, front } = scratch;
+        let StatsScratch { index, kept, chars, title_hashes, order, wanted, recent } = scratch;
         index.clear();
         kept.clear();
         terms.clear();
-        unknown.clear();
-        if untagged && front.is_empty() {
-            front.resize(FRONT_SLOTS, (0, 0));
-        }
+        wanted.clear();
+        let recent = untagged.then(|| analyzer.recent_pos_factors(recent));
         let mut total = 0u32;
         for token in tokens.iter() {
             let hash = hash64(token.term.as_bytes());
@@ -183,22 +136,25 @@ impl<'a> DocStats<'a> {
                     // Untagged words take the factor learned for the word (a
                     // word's tag is the same wherever it occurs), found below.
                     // A word that is no feature is dropped: its factor is not needed.
-                    let cx = match front.get(front_slot(hash)) {
-                        _ if !untagged => pos_factor(token.pos),
-                        _ if !feature => 1,
-                        Some(&(h, cx)) if h == hash && cx != 0 => cx,
-                        _ => {
-                            unknown.push(terms.len());
+                    let cx = match &recent {
+                        None => pos_factor(token.pos),
+                        Some(_) if !feature => 1,
+                        Some(recent) => recent.get(hash).unwrap_or_else(|| {
+                            wanted.push((hash, terms.len(), 0));
                             1
-                        }
+                        }),
                     };
                     let factors = TermFactors { count: 1, tf: 0.0, cx, len: 0.0, logo: 0, title: 0 };
                     terms.push(TermStat { term: token.term, hash, factors });
                 }
             }
         }
-        if !unknown.is_empty() {
-            find_or_learn_factors(analyzer, text, &mut terms, (unknown, learned), front);
+        if let Some(recent) = recent.filter(|_| !wanted.is_empty()) {
+            let learn = |i: usize| pos_factor(analyzer.tag_in_place(text, terms[i].term));
+            analyzer.find_or_learn_pos_factors(recent, wanted, learn);
+            for &(_, i, cx) in wanted.iter() {
+                terms[i].factors.cx = cx;
+            }
         }
         // One flag a term, pushed together.
         let mut is_kept = kept.iter().copied();
@@ -325,13 +281,17 @@ mod tests {
     #[test]
     fn learned_pos_factors_are_the_factors_of_the_tags() {
         // A fresh analyzer learns every factor; a second pass finds them in
-        // the scratch's slots, a third in the analyzer's table.
+        // the thread's recent slots, a third (the slots of another analyzer
+        // on the thread) in the analyzer's table.
         let analyzer = Analyzer::new(&crate::text::AnalyzerOptions::default()).unwrap();
         let texts = ["韩冰冰和李易峰在2024年的Steam夏促买了《艾尔登法环》DLC，花了199.5元", "小明硕士毕业于中国科学院计算所，后在日本京都大学深造"];
         let mut scratch = StatsScratch::default();
+        let mut learned = 0;
         for pass in 0..3 {
             if pass == 2 {
                 scratch = StatsScratch::default();
+                let other = Analyzer::new(&crate::text::AnalyzerOptions::default()).unwrap();
+                DocStats::compute(&other, (texts[0], None), (Mode::Precise, true), (&mut Vec::new(), Vec::new()), &mut StatsScratch::default());
             }
             for text in texts {
                 let mut tokens = Vec::new();
@@ -344,7 +304,12 @@ mod tests {
                     assert_eq!(Some(term.factors.cx), expected, "pass {pass}: {}", term.term);
                 }
             }
+            // Learned in the first pass, and not again.
+            if pass == 0 {
+                learned = analyzer.learned_words();
+            }
+            assert_eq!(analyzer.learned_words(), learned, "pass {pass}");
         }
-        assert!(analyzer.known_pos_factors().len() >= 15);
+        assert!(learned >= 15);
     }
 }

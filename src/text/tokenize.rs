@@ -16,12 +16,12 @@ use std::fmt;
 use std::fs;
 use std::io::BufReader;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, OnceLock, RwLockReadGuard};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use jieba_rs::Jieba;
 
-use super::learned_tags::{run_around, LearnedFactors};
-use super::{HashKeyed, WordSet};
+use super::learned_tags::{run_around, LearnedFactors, RecentFactors, Wanted};
+use super::WordSet;
 use crate::fingerprint::hash64;
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -308,25 +308,38 @@ impl Analyzer {
     /// for its POS factor. In precise mode with tags, on Chinese text, the
     /// words come from jieba-rs's `cut`, untagged (`x`), and the answer is
     /// `true`: each word's factor is then looked up
-    /// ([`Analyzer::known_pos_factors`]) or learned ([`Analyzer::tag_in_place`]),
+    /// ([`Analyzer::find_or_learn_pos_factors`]) or learned ([`Analyzer::tag_in_place`]),
     /// once a word (learned_tags.rs).
     pub fn words_untagged<'a>(&'a self, text: &'a str, mode: Mode, with_pos: bool, out: &mut Vec<Token<'a>>) -> bool {
-        if with_pos && mode == Mode::Precise && text.chars().any(is_han) {
-            out.extend(self.jieba.cut(text, true).into_iter().map(|t| Token { term: t.word, pos: "x" }));
-            return true;
+        if !(with_pos && mode == Mode::Precise) {
+            self.words(text, mode, with_pos, out);
+            return false;
         }
-        self.words(text, mode, with_pos, out);
-        false
+        // Text without Chinese is scanned for it once, here, not again in `words`.
+        if !text.chars().any(is_han) {
+            word_boundaries(text, out);
+            return false;
+        }
+        out.extend(self.jieba.cut(text, true).into_iter().map(|t| Token { term: t.word, pos: "x" }));
+        true
     }
 
-    /// The POS factors learned so far, by `hash64` of the word.
-    pub fn known_pos_factors(&self) -> RwLockReadGuard<'_, HashKeyed<u8>> {
-        self.learned.known()
+    /// This analyzer's recent POS factors on this thread, in `recent`
+    /// (learned_tags.rs).
+    pub(super) fn recent_pos_factors<'r>(&self, recent: &'r mut Option<RecentFactors>) -> &'r mut RecentFactors {
+        self.learned.recent(recent)
     }
 
-    /// Remember words' POS factors: (`hash64` of the word, factor) pairs.
-    pub fn remember_pos_factors(&self, learned: &[(u64, u8)]) {
-        self.learned.remember(learned);
+    /// The POS factors of `wanted` words, none of them in `recent`: known to
+    /// the analyzer, else `learn`ed from the caller's index of the word (by
+    /// [`Analyzer::tag_in_place`]) and remembered.
+    pub(super) fn find_or_learn_pos_factors(&self, recent: &mut RecentFactors, wanted: &mut [Wanted], learn: impl Fn(usize) -> u8) {
+        self.learned.find_or_learn(recent, wanted, learn);
+    }
+
+    /// How many words' POS factors the analyzer has learned.
+    pub fn learned_words(&self) -> usize {
+        self.learned.len()
     }
 
     /// jieba-rs's tag of `word`, a word of `text` as `cut` cuts it (a slice
