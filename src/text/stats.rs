@@ -139,21 +139,33 @@ impl<'a> DocStats<'a> {
                     let cx = match &recent {
                         None => pos_factor(token.pos),
                         Some(_) if !feature => 1,
-                        Some(recent) => recent.get(hash).unwrap_or_else(|| {
+                        Some(_) => {
                             wanted.push((hash, terms.len(), 0));
                             1
-                        }),
+                        }
                     };
                     let factors = TermFactors { count: 1, tf: 0.0, cx, len: 0.0, logo: 0, title: 0 };
                     terms.push(TermStat { term: token.term, hash, factors });
                 }
             }
         }
-        if let Some(recent) = recent.filter(|_| !wanted.is_empty()) {
-            let learn = |i: usize| pos_factor(analyzer.tag_in_place(text, terms[i].term));
-            analyzer.find_or_learn_pos_factors(recent, wanted, learn);
-            for &(_, i, cx) in wanted.iter() {
-                terms[i].factors.cx = cx;
+        if let Some(recent) = recent {
+            // Looked up in a loop of their own, after the words are counted:
+            // the lookups (most of them misses of the L1 cache) do not wait
+            // behind each word's counting, nor each other.
+            wanted.retain(|&(hash, i, _)| match recent.get(hash) {
+                Some(cx) => {
+                    terms[i].factors.cx = cx;
+                    false
+                }
+                None => true,
+            });
+            if !wanted.is_empty() {
+                let learn = |i: usize| pos_factor(analyzer.tag_in_place(text, terms[i].term));
+                analyzer.find_or_learn_pos_factors(recent, wanted, learn);
+                for &(_, i, cx) in wanted.iter() {
+                    terms[i].factors.cx = cx;
+                }
             }
         }
         // One flag a term, pushed together.
