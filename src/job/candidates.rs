@@ -6,7 +6,7 @@ use datafusion::prelude::SessionContext;
 
 use super::config::{Candidates, JoinOptions};
 use super::progress::Progress;
-use super::query::{collect, column_u64, scalar_u64, work_table};
+use super::query::{collect, collect_with, column_u64, scalar_u64, work_table};
 use super::sql::{self, render, table, Param, Statement};
 use super::summary::{BandPlanSummary, Summary};
 use super::in_memory::{self, HeldCandidates};
@@ -97,6 +97,25 @@ impl NearPairs {
 /// gave 11.6 million.
 const HOT_BUCKET: u64 = 4;
 
+/// Rows per batch, at least, of the SimHash join (sql/50_near_pairs.sql). It
+/// sorts both sides by bucket, spilling: the engine sorts each batch it
+/// holds and merges them, so longer batches leave fewer runs to merge. 10^7
+/// fingerprints under `--memory-limit 2G`: the statement alone 75.1 s with
+/// 8,192 rows a batch, 49.9 s with 65,536 (peak 0.96 → 1.00 GB); the whole
+/// `neardup pairs` 84.7 → 62.2 s; 131,072 rows: 61.2 s at 1.42 GB, 262,144:
+/// 62.4 s at 2.9 GB.
+const SORTED_BATCH_ROWS: usize = 65_536;
+
+/// Partitions, at least, of the SimHash join under a memory limit. With as
+/// many as cores, a partition whose sort spills holds up the rows meant for
+/// it (the plan's senders waited 15-20 s of the statement's 53 s) and the
+/// cores wait; with more, they sort the other partitions meanwhile. 10^7
+/// fingerprints under `--memory-limit 2G` on 2 cores, with SORTED_BATCH_ROWS:
+/// 2 partitions 60.6 s (peak 1.03 GB), 4: 54.7 s (1.26 GB), 8: 50.7 s (1.94
+/// GB). With one partition the engine would plan a hash join, which cannot
+/// spill, and run out of memory.
+const JOIN_PARTITIONS: usize = 4;
+
 /// Candidate pairs from the SimHash banded join and MinHash bands (the
 /// statements given: one run's, or a store run's), one file each in
 /// `_work/candidates/`, checked on their term sets when asked; registers
@@ -124,7 +143,16 @@ pub(super) async fn near_pairs(
         let params = [("path", Param::Text(&path)), ("k", Param::Int(u64::from(k))), ("m", Param::Int(u64::from(p.m)))];
         // In memory, sorting each band finds the pairs faster than a hash
         // join of every band row; the join spills, and spreads over a cluster.
-        collect(ctx, &render(in_memory_or(ctx, sql::NEAR_PAIRS_BY_SORT, sql::NEAR_PAIRS), &params)).await?;
+        match crate::session::work_in_memory(ctx) {
+            true => collect(ctx, &render(sql::NEAR_PAIRS_BY_SORT, &params)).await?,
+            false => {
+                let config = ctx.state().config().clone();
+                let rows = config.batch_size().max(SORTED_BATCH_ROWS).to_string();
+                let partitions = config.target_partitions().max(JOIN_PARTITIONS).to_string();
+                let settings = [("datafusion.execution.batch_size", rows.as_str()), ("datafusion.execution.target_partitions", partitions.as_str())];
+                collect_with(ctx, &settings, &render(sql::NEAR_PAIRS, &params)).await?
+            }
+        };
         sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
         plan = Some(p);
     }
