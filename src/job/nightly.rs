@@ -33,7 +33,7 @@ use super::config::JoinOptions;
 use super::context::{Job, Run};
 use super::stages::Idf;
 use super::progress::Progress;
-use super::query::{collect, column_u64, scalar_u64, strings};
+use super::query::{collect, column_u64, scalar_u64, strings, with_settings};
 use super::sql::{self, render, table, Param};
 use super::store_run::StoreRun;
 use super::summary::{content_identity, SharedText, StoreReads, StoreSummary, Summary};
@@ -175,6 +175,13 @@ async fn tonight_eligible(ctx: &SessionContext, join: &JoinOptions, out: &Output
     Ok(rejected.len() as u64)
 }
 
+/// Rows per batch of tonight's partition under a memory limit. Its rows are
+/// wide (term set, MinHash keys, shingle sketch, vector) and its joins sort
+/// them: 8,192 Heybox articles made a batch of 54 MB, more than one sort's
+/// share of `--memory-limit 2G` among the plan's sorts, and the run stopped
+/// out of memory. Smaller batches change the file's pages, not its rows.
+const WIDE_BATCH_ROWS: &str = "1024";
+
 /// Tonight's partition, written and sealed beside the store's runs (not yet
 /// committed) and registered as `night`; on failure nothing is left staged.
 async fn stage_run(
@@ -206,7 +213,11 @@ async fn stage_run(
                 ("run", Param::Text(&store.run_id)),
             ],
         );
-        crate::storage::sorted::write_query(ctx, &statement, &run_path).await?;
+        let write = crate::storage::sorted::write_query(ctx, &statement, &run_path);
+        match crate::session::work_in_memory(ctx) {
+            true => write.await?,
+            false => with_settings(ctx, &[("datafusion.execution.batch_size", WIDE_BATCH_ROWS)], write).await?,
+        };
         let meta = FileMetadata {
             settings: job.settings.clone(),
             idf_n_docs: Some(idf_n_docs),
