@@ -102,8 +102,8 @@ const HOT_BUCKET: u64 = 4;
 /// holds and merges them, so longer batches leave fewer runs to merge. 10^7
 /// fingerprints under `--memory-limit 2G`: the statement alone 75.1 s with
 /// 8,192 rows a batch, 49.9 s with 65,536 (peak 0.96 → 1.00 GB); the whole
-/// `neardup pairs` 84.7 → 62.2 s; 131,072 rows: 61.2 s at 1.42 GB, 262,144:
-/// 62.4 s at 2.9 GB.
+/// `neardup pairs` 88.6 → 61.3 s side by side; 131,072 rows: 61.2 s at 1.42
+/// GB, 262,144: 62.4 s at 2.9 GB.
 const SORTED_BATCH_ROWS: usize = 65_536;
 
 /// Partitions, at least, of the SimHash join under a memory limit. With as

@@ -177,11 +177,12 @@ async fn tonight_eligible(ctx: &SessionContext, join: &JoinOptions, out: &Output
 }
 
 /// Rows per batch of tonight's partition under a memory limit (none without
-/// one): a row per 2 MiB of the limit, at least 64, at most the session's. Its rows are wide (term set, MinHash keys, shingle sketch, vector)
-/// and its joins sort them, each sort with its share of the limit: 8,192
-/// Heybox articles made a batch of 54 MB, more than a share of `--memory-limit
-/// 2G`, and the run stopped out of memory; 1,024 rows fit, and 256 rows a
-/// share of 512 MiB. Smaller batches change the file's pages, not its rows.
+/// one): a row per 2 MiB of the limit, at least 64, at most the session's.
+/// Its rows are wide (term set, MinHash keys, shingle sketch, vector) and
+/// its joins sort them, each sort with its share of the limit: 8,192 Heybox
+/// articles made a batch of 54 MB, more than a share of `--memory-limit 2G`,
+/// and the run stopped out of memory; 1,024 rows fit, and 256 rows a share
+/// of 512 MiB. Smaller batches change the file's pages, not its rows.
 fn wide_batch_rows(ctx: &SessionContext) -> Option<usize> {
     match ctx.runtime_env().memory_pool.memory_limit() {
         MemoryLimit::Finite(limit) => Some((limit >> 21).max(64).min(ctx.state().config().batch_size())),
