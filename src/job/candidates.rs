@@ -146,9 +146,9 @@ pub(super) async fn near_pairs(
         match crate::session::work_in_memory(ctx) {
             true => collect(ctx, &render(sql::NEAR_PAIRS_BY_SORT, &params)).await?,
             false => {
-                let config = ctx.state().config().clone();
-                let rows = config.batch_size().max(SORTED_BATCH_ROWS).to_string();
-                let partitions = config.target_partitions().max(JOIN_PARTITIONS).to_string();
+                let state = ctx.state();
+                let rows = state.config().batch_size().max(SORTED_BATCH_ROWS).to_string();
+                let partitions = state.config().target_partitions().max(JOIN_PARTITIONS).to_string();
                 let settings = [("datafusion.execution.batch_size", rows.as_str()), ("datafusion.execution.target_partitions", partitions.as_str())];
                 collect_with(ctx, &settings, &render(sql::NEAR_PAIRS, &params)).await?
             }

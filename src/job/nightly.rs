@@ -25,7 +25,6 @@
 //! and only their rows are fetched, page by page through the page index
 //! ([`crate::storage::fetch`]). Nothing stored is recomputed or rewritten.
 
-use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::prelude::SessionContext;
 
 use super::line_set::LineSet;
@@ -34,7 +33,7 @@ use super::config::JoinOptions;
 use super::context::{Job, Run};
 use super::stages::Idf;
 use super::progress::Progress;
-use super::query::{collect, column_u64, scalar_u64, strings, with_settings};
+use super::query::{collect, column_u64, scalar_u64, strings, with_wide_rows};
 use super::sql::{self, render, table, Param};
 use super::store_run::StoreRun;
 use super::summary::{content_identity, SharedText, StoreReads, StoreSummary, Summary};
@@ -176,20 +175,6 @@ async fn tonight_eligible(ctx: &SessionContext, join: &JoinOptions, out: &Output
     Ok(rejected.len() as u64)
 }
 
-/// Rows per batch of tonight's partition under a memory limit (none without
-/// one): a row per 2 MiB of the limit, at least 64, at most the session's.
-/// Its rows are wide (term set, MinHash keys, shingle sketch, vector) and
-/// its joins sort them, each sort with its share of the limit: 8,192 Heybox
-/// articles made a batch of 54 MB, more than a share of `--memory-limit 2G`,
-/// and the run stopped out of memory; 1,024 rows fit, and 256 rows a share
-/// of 512 MiB. Smaller batches change the file's pages, not its rows.
-fn wide_batch_rows(ctx: &SessionContext) -> Option<usize> {
-    match ctx.runtime_env().memory_pool.memory_limit() {
-        MemoryLimit::Finite(limit) => Some((limit >> 21).max(64).min(ctx.state().config().batch_size())),
-        _ => None,
-    }
-}
-
 /// Tonight's partition, written and sealed beside the store's runs (not yet
 /// committed) and registered as `night`; on failure nothing is left staged.
 async fn stage_run(
@@ -221,11 +206,8 @@ async fn stage_run(
                 ("run", Param::Text(&store.run_id)),
             ],
         );
-        let write = crate::storage::sorted::write_query(ctx, &statement, &run_path);
-        match wide_batch_rows(ctx) {
-            None => write.await?,
-            Some(rows) => with_settings(ctx, &[("datafusion.execution.batch_size", &rows.to_string())], write).await?,
-        };
+        // Its rows are wide: term set, MinHash keys, shingle sketch, vector.
+        with_wide_rows(ctx, crate::storage::sorted::write_query(ctx, &statement, &run_path)).await?;
         let meta = FileMetadata {
             settings: job.settings.clone(),
             idf_n_docs: Some(idf_n_docs),

@@ -12,6 +12,7 @@ use futures::StreamExt;
 use datafusion::dataframe::DataFrame;
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::MemTable;
+use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::logical_expr::{LogicalPlan, SortExpr};
 use datafusion::prelude::{col, SessionContext};
 
@@ -433,6 +434,24 @@ pub(super) async fn work_table_with(ctx: &SessionContext, settings: &[(&str, &st
 /// [`collect`] with session settings changed, restoring them afterwards.
 pub(super) async fn collect_with(ctx: &SessionContext, settings: &[(&str, &str)], statement: &str) -> Result<Vec<RecordBatch>> {
     with_settings(ctx, settings, collect(ctx, statement)).await
+}
+
+/// `work`, a statement of wide rows (term sets, sketches, vectors), under a
+/// memory limit in batches of a row per 2 MiB of the limit (at least 64, at
+/// most the session's); without a limit as it is. Its sorts each have a
+/// share of the limit: 8,192 Heybox articles of a store's night
+/// (sql/94_store_run.sql) made a batch of 54 MB, more than a share of
+/// `--memory-limit 2G`, and the run stopped out of memory; 1,024 rows fit,
+/// and 256 rows a share of 512 MiB. Smaller batches change a file's pages,
+/// not its rows.
+pub(super) async fn with_wide_rows<T>(ctx: &SessionContext, work: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    match ctx.runtime_env().memory_pool.memory_limit() {
+        MemoryLimit::Finite(limit) => {
+            let rows = (limit >> 21).max(64).min(ctx.state().config().batch_size()).to_string();
+            with_settings(ctx, &[("datafusion.execution.batch_size", &rows)], work).await
+        }
+        _ => work.await,
+    }
 }
 
 /// `work` run with session settings changed; they are restored whether it
