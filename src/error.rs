@@ -52,6 +52,13 @@ impl Error {
         self
     }
 
+    /// Whether an error of type `T` is in this error's chain: a caller that
+    /// has another way (the SimHash join when the sort's pairs do not fit)
+    /// asks by type, not by text.
+    pub fn caused_by<T: std::error::Error + 'static>(&self) -> bool {
+        chain(self).any(|e| e.is::<T>())
+    }
+
     pub fn kind(&self) -> Kind {
         self.kind
     }

@@ -10,6 +10,8 @@
 //! kept only from the first of them ([`BandPlan::first_common_band`]), so it
 //! is reported once without a DISTINCT over all candidates.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use serde::Serialize;
 
 /// Largest number of bands a plan may have: each is one row per fingerprint.
@@ -143,21 +145,89 @@ impl BandPlan {
 /// fingerprints); a sort per band needs neither. The bands are shared among
 /// the cores.
 pub fn banded_pairs(plan: &BandPlan, fingerprints: &[u64], tonight: &[bool]) -> Vec<(u64, u64, u32)> {
+    banded_pairs_within(plan, fingerprints, tonight, usize::MAX).expect("no bound on pairs")
+}
+
+/// [`banded_pairs`], stopping once more than `max_pairs` pairs are found:
+/// a run under a memory limit sets memory aside for so many, and joins
+/// instead when they do not fit.
+pub fn banded_pairs_within(plan: &BandPlan, fingerprints: &[u64], tonight: &[bool], max_pairs: usize) -> Result<Vec<(u64, u64, u32)>, TooManyPairs> {
     assert_eq!(fingerprints.len(), tonight.len(), "one tonight flag per fingerprint");
     assert!(u32::try_from(fingerprints.len()).is_ok(), "at most 2^32 fingerprints in memory");
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, plan.bands());
-    let mut pairs: Vec<(u64, u64, u32)> = std::thread::scope(|scope| {
+    let threads = band_threads(plan);
+    let found = AtomicUsize::new(0);
+    let budget = Budget { found: &found, max_pairs };
+    let bands: Vec<Option<Vec<(u64, u64, u32)>>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
-            .map(|t| scope.spawn(move || (t..plan.bands()).step_by(threads).flat_map(|band| band_pairs(plan, band, fingerprints, tonight)).collect::<Vec<_>>()))
+            .map(|t| scope.spawn(move || (t..plan.bands()).step_by(threads).map(|band| band_pairs(plan, band, fingerprints, tonight, budget)).collect::<Vec<_>>()))
             .collect();
         workers.into_iter().flat_map(|w| w.join().expect("a band's worker does not panic")).collect()
     });
+    let mut pairs = Vec::with_capacity(found.load(Ordering::Relaxed).min(max_pairs));
+    for band in bands {
+        pairs.extend(band.ok_or(TooManyPairs { max_pairs })?);
+    }
     pairs.sort_unstable();
-    pairs
+    Ok(pairs)
 }
 
-/// The pairs of [`banded_pairs`] whose first common band is `band`.
-fn band_pairs(plan: &BandPlan, band: usize, fingerprints: &[u64], tonight: &[bool]) -> Vec<(u64, u64, u32)> {
+/// How many threads [`banded_pairs`] sorts bands on.
+pub fn band_threads(plan: &BandPlan) -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, plan.bands())
+}
+
+/// Bytes [`banded_pairs`] and the function that calls it
+/// (src/udf/banded_pairs.rs) hold beyond their input lists, for `rows`
+/// listed fingerprints of which `distinct` are distinct, before any pair:
+/// each row with its flag (16), each distinct fingerprint with its flag (9),
+/// and on each thread a band's keys with their indices (16) and the radix
+/// sort's buffer of as many (16).
+pub fn sort_bytes(plan: &BandPlan, rows: u64, distinct: u64) -> u64 {
+    rows * 16 + distinct * (9 + 32 * band_threads(plan) as u64)
+}
+
+/// Bytes a pair costs from [`banded_pairs`] to the file of candidates: the
+/// tuple (24), its columns (20), and the copies that unnesting them and
+/// sorting them make (20 each), rounded up.
+pub const BYTES_PER_PAIR: u64 = 96;
+
+/// More pairs than [`banded_pairs_within`] was given room for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooManyPairs {
+    pub max_pairs: usize,
+}
+
+impl std::fmt::Display for TooManyPairs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "more than {} pairs within distance k: more than the memory set aside for them holds", self.max_pairs)
+    }
+}
+
+impl std::error::Error for TooManyPairs {}
+
+/// The pairs every band's worker has found, against the most allowed.
+#[derive(Clone, Copy)]
+struct Budget<'a> {
+    found: &'a AtomicUsize,
+    max_pairs: usize,
+}
+
+impl Budget<'_> {
+    /// Count one more pair; false once there are too many.
+    fn take(self) -> bool {
+        self.found.fetch_add(1, Ordering::Relaxed) < self.max_pairs
+    }
+    fn spent(self) -> bool {
+        self.found.load(Ordering::Relaxed) > self.max_pairs
+    }
+}
+
+/// The pairs of [`banded_pairs`] whose first common band is `band`; `None`
+/// when the budget ran out (here or in another band).
+fn band_pairs(plan: &BandPlan, band: usize, fingerprints: &[u64], tonight: &[bool], budget: Budget) -> Option<Vec<(u64, u64, u32)>> {
+    if budget.spent() {
+        return None;
+    }
     let mask = plan.masks[band];
     let mut keyed: Vec<(u64, u32)> = fingerprints.iter().enumerate().map(|(i, &f)| (f & mask, i as u32)).collect();
     radsort::sort_by_key(&mut keyed, |&(key, _)| key);
@@ -169,12 +239,15 @@ fn band_pairs(plan: &BandPlan, band: usize, fingerprints: &[u64], tonight: &[boo
                 let d = (fx ^ fy).count_ones();
                 let either_tonight = tonight[x as usize] || tonight[y as usize];
                 if fx != fy && either_tonight && d <= plan.k && plan.first_common_band(fx, fy) == Some(band as u32) {
+                    if !budget.take() {
+                        return None;
+                    }
                     pairs.push((fx.min(fy), fx.max(fy), d));
                 }
             }
         }
     }
-    pairs
+    Some(pairs)
 }
 
 /// All pairs `(i, j)`, `i < j`, of `fingerprints` within distance `k`, by
@@ -218,6 +291,22 @@ mod tests {
             assert_eq!(banded_pairs(&plan, &fps, &tonight), expected, "k = {k}, m = {m}");
             assert!(expected.len() >= 20 * k as usize, "k = {k}: {} pairs", expected.len());
         }
+    }
+
+    #[test]
+    fn pairs_beyond_the_budget_stop_the_sort() {
+        // 40 fingerprints one bit from 0: 40 pairs with 0, 780 among them at
+        // distance 2, all tonight's.
+        let mut fps: Vec<u64> = (0..40).map(|b| 1u64 << b).collect();
+        fps.push(0);
+        fps.sort_unstable();
+        let tonight = vec![true; fps.len()];
+        let plan = BandPlan::new(2, 4).unwrap();
+        let all = banded_pairs(&plan, &fps, &tonight);
+        assert_eq!(all.len(), 40 + 780);
+        assert_eq!(banded_pairs_within(&plan, &fps, &tonight, all.len()).unwrap(), all);
+        assert_eq!(banded_pairs_within(&plan, &fps, &tonight, all.len() - 1), Err(TooManyPairs { max_pairs: all.len() - 1 }));
+        assert_eq!(banded_pairs_within(&plan, &fps, &tonight, 0), Err(TooManyPairs { max_pairs: 0 }));
     }
 
     #[test]

@@ -73,7 +73,11 @@ async fn banded_pairs(statement: Statement, fps: &[u64], k: u32, m: u32, partiti
     ctx.sql("CREATE VIEW stored AS SELECT * FROM fingerprints WHERE false").await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("near/near.parquet").display().to_string();
-    let statement = render(statement, &[("path", Param::Text(&path)), ("k", Param::Int(u64::from(k))), ("m", Param::Int(u64::from(m)))]);
+    let mut params = vec![("path", Param::Text(&path)), ("k", Param::Int(u64::from(k))), ("m", Param::Int(u64::from(m)))];
+    if statement.params.contains(&"max_pairs") {
+        params.push(("max_pairs", Param::IntOrNull(None)));
+    }
+    let statement = render(statement, &params);
     ctx.sql(&statement).await.unwrap().collect().await.unwrap();
     let batches = common::read_dir(&dir.path().join("near"));
     let (a, b, h) = (common::u64s(&batches, "simhash_a"), common::u64s(&batches, "simhash_b"), common::u64s(&batches, "hamming"));

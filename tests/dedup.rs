@@ -416,38 +416,65 @@ fn candidates_checks_and_boilerplate_lines() {
     ok(&neardup(&["pairs", "-q", "--fingerprints", fingerprints, "-o", bad.to_str().unwrap(), "--candidates", "simhash", "--verify", "none"]));
 }
 
-/// Under --memory-limit, joins sort and spill instead of holding a hash
-/// table: a synthetic corpus of 303,000 fingerprints (3,000 planted near
-/// copies) gives byte-identical pairs and clusters with a 256 MB limit and
-/// without one; a limit too small to run at all is a clear runtime failure.
+/// Under --memory-limit the SimHash pairs are found by sorting in memory
+/// when the limit has room for it, else by a join that sorts and spills:
+/// the same bytes either way. A synthetic corpus of 303,000 fingerprints
+/// (3,000 planted near copies) gives byte-identical pairs and clusters with
+/// a 256 MB limit (room to sort) and without one; one of 4,096 fingerprints
+/// within twelve bits of each other (610,304 pairs, more than the room set
+/// aside for the sort's pairs) and 20,000 others joins under the same
+/// limit, with the bytes of the run without one; a limit too small to run
+/// at all is a clear runtime failure.
 #[test]
 fn memory_limit_spills_with_identical_results() {
     let dir = tempfile::tempdir().unwrap();
-    let fps = dir.path().join("synthetic.parquet");
-    let make = format!(
-        "COPY (SELECT 'syn' AS source, CAST(value AS VARCHAR) AS id, hash64(CAST(value AS VARCHAR)) AS simhash \
+    let make = |name: &str, select: &str| {
+        let path = dir.path().join(name);
+        ok(&neardup(&["sql", "-c", &format!("COPY ({select}) TO '{}' STORED AS PARQUET", path.display())]));
+        path
+    };
+    let fps = make(
+        "synthetic.parquet",
+        "SELECT 'syn' AS source, CAST(value AS VARCHAR) AS id, hash64(CAST(value AS VARCHAR)) AS simhash \
          FROM generate_series(1, 300000) \
          UNION ALL SELECT 'syn', 'near-' || CAST(value AS VARCHAR), hash64(CAST(value AS VARCHAR)) ^ CAST(value % 7 + 1 AS BIGINT UNSIGNED) \
-         FROM generate_series(1, 3000)) TO '{}' STORED AS PARQUET",
-        fps.display()
+         FROM generate_series(1, 3000)",
     );
-    ok(&neardup(&["sql", "-c", &make]));
-    let run = |name: &str, extra: &[&str]| {
+    let dense = make(
+        "dense.parquet",
+        "SELECT 'dense' AS source, CAST(value AS VARCHAR) AS id, CAST(value AS BIGINT UNSIGNED) AS simhash FROM generate_series(0, 4095) \
+         UNION ALL SELECT 'random', CAST(value AS VARCHAR), hash64(CAST(value AS VARCHAR)) FROM generate_series(1, 20000)",
+    );
+    let run = |fps: &Path, name: &str, extra: &[&str]| {
         let out = dir.path().join(name);
         let mut args = vec!["pairs", "-q", "--fingerprints", fps.to_str().unwrap(), "-o", out.to_str().unwrap()];
         args.extend_from_slice(&["--candidates", "simhash", "--verify", "none"]);
         args.extend_from_slice(extra);
-        (neardup(&args), out)
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_neardup")).args(&args).env("NEARDUP_LOG", "debug").output().unwrap();
+        (o, out)
     };
-    let (o, free) = run("free", &[]);
+    let same_bytes = |a: &Path, b: &Path| {
+        for table in ["pairs/part-00000.parquet", "clusters/part-00000.parquet"] {
+            assert!(std::fs::read(a.join(table)).unwrap() == std::fs::read(b.join(table)).unwrap(), "{table} differs");
+        }
+    };
+    let (o, free) = run(&fps, "free", &[]);
     ok(&o);
-    let (o, limited) = run("limited", &["--memory-limit", "256M"]);
+    let (o, limited) = run(&fps, "limited", &["--memory-limit", "256M"]);
     ok(&o);
+    assert!(!stderr(&o).contains("joining"), "{}", stderr(&o));
     assert_eq!(summary(&free)["pairs"], 3000);
-    for table in ["pairs/part-00000.parquet", "clusters/part-00000.parquet"] {
-        assert!(std::fs::read(free.join(table)).unwrap() == std::fs::read(limited.join(table)).unwrap(), "{table} differs");
-    }
-    let (o, starved) = run("starved", &["--memory-limit", "32M"]);
+    same_bytes(&free, &limited);
+
+    let (o, free) = run(&dense, "dense-free", &[]);
+    ok(&o);
+    let (o, joined) = run(&dense, "dense-joined", &["--memory-limit", "256M"]);
+    ok(&o);
+    assert!(stderr(&o).contains("SimHash pairs: more than 65536 by sorting in memory; joining instead"), "{}", stderr(&o));
+    assert_eq!(summary(&joined)["pairs"], 610_304);
+    same_bytes(&free, &joined);
+
+    let (o, starved) = run(&fps, "starved", &["--memory-limit", "32M"]);
     exits_with(&o, 1, &["ran out of memory under --memory-limit", "raise the limit"]);
     assert!(!starved.exists());
 }

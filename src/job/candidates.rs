@@ -2,6 +2,7 @@
 //! store runs share. Each reads tonight's `fingerprints` (or `eligible`) and
 //! the `stored` rows (none in a one-shot run).
 
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryLimit, MemoryReservation};
 use datafusion::prelude::SessionContext;
 
 use super::config::{Candidates, JoinOptions};
@@ -17,7 +18,7 @@ use crate::buckets::Listing;
 use crate::minhash::MinHashPlan;
 use crate::cluster::components;
 use crate::error::{Error, Result};
-use crate::join::BandPlan;
+use crate::join::{self, BandPlan, TooManyPairs};
 use crate::sets::{MinShared, Verify};
 use crate::storage::{register_parquet, OutputDir};
 
@@ -139,20 +140,7 @@ pub(super) async fn near_pairs(
             None => BandPlan::auto(k, distinct),
         }
         .map_err(Error::input)?;
-        let path = out.staged("_work/candidates/simhash.parquet");
-        let params = [("path", Param::Text(&path)), ("k", Param::Int(u64::from(k))), ("m", Param::Int(u64::from(p.m)))];
-        // In memory, sorting each band finds the pairs faster than a hash
-        // join of every band row; the join spills, and spreads over a cluster.
-        match crate::session::work_in_memory(ctx) {
-            true => collect(ctx, &render(sql::NEAR_PAIRS_BY_SORT, &params)).await?,
-            false => {
-                let state = ctx.state();
-                let rows = state.config().batch_size().max(SORTED_BATCH_ROWS).to_string();
-                let partitions = state.config().target_partitions().max(JOIN_PARTITIONS).to_string();
-                let settings = [("datafusion.execution.batch_size", rows.as_str()), ("datafusion.execution.target_partitions", partitions.as_str())];
-                collect_with(ctx, &settings, &render(sql::NEAR_PAIRS, &params)).await?
-            }
-        };
+        simhash_pairs(ctx, &p, &out.staged("_work/candidates/simhash.parquet"), distinct).await?;
         sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
         plan = Some(p);
     }
@@ -195,6 +183,75 @@ pub(super) async fn near_pairs(
         edges.extend(a.values().iter().copied().zip(c.values().iter().copied()));
     }
     Ok(NearPairs { plan, candidates, checked, edges, near_misses })
+}
+
+/// The SimHash pairs of `plan` into the file `path`. In memory, sorting
+/// each band (sql/50_near_pairs_by_sort.sql) finds them faster than a hash
+/// join of every band row. Under a memory limit too, when the limit has
+/// room for the sort ([`SortRoom`]); else, or when there are more pairs
+/// than that room holds, the join of sql/50_near_pairs.sql, which spills.
+/// On a cluster the client's pool has no limit and the join spreads over
+/// the executors.
+async fn simhash_pairs(ctx: &SessionContext, plan: &BandPlan, path: &str, distinct: u64) -> Result<()> {
+    let params = [("path", Param::Text(path)), ("k", Param::Int(u64::from(plan.k))), ("m", Param::Int(u64::from(plan.m)))];
+    let by_sort = |max_pairs: Option<u64>| render(sql::NEAR_PAIRS_BY_SORT, &[&params[..], &[("max_pairs", Param::IntOrNull(max_pairs))]].concat());
+    if crate::session::work_in_memory(ctx) {
+        return collect(ctx, &by_sort(None)).await.map(drop);
+    }
+    if let Some(room) = SortRoom::reserve(ctx, plan, distinct).await? {
+        match collect(ctx, &by_sort(Some(room.max_pairs))).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.caused_by::<TooManyPairs>() => {
+                log::debug!("SimHash pairs: more than {} by sorting in memory; joining instead", room.max_pairs);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let state = ctx.state();
+    let rows = state.config().batch_size().max(SORTED_BATCH_ROWS).to_string();
+    let partitions = state.config().target_partitions().max(JOIN_PARTITIONS).to_string();
+    let settings = [("datafusion.execution.batch_size", rows.as_str()), ("datafusion.execution.target_partitions", partitions.as_str())];
+    collect_with(ctx, &settings, &render(sql::NEAR_PAIRS, &params)).await.map(drop)
+}
+
+/// Memory set aside under a limit for the SimHash pairs by sorting, held
+/// from the memory pool while the statement runs (the sort's vectors are
+/// the function's own, which the pool does not see; the lists it is given
+/// are the aggregate's, which the pool does): the sort's work
+/// ([`crate::join::sort_bytes`]) and room for `max_pairs` pairs, in at
+/// most half the limit, so that the aggregate, the scan and the writer keep
+/// the rest. 10^7 fingerprints on two cores need 0.9 GB: under
+/// `--memory-limit 2G` they sort (about 12 s), under 1G they join (about
+/// 60 s under 2G).
+struct SortRoom {
+    max_pairs: u64,
+    _reservation: MemoryReservation,
+}
+
+/// The fewest pairs worth sorting for: with less room, join.
+const MIN_SORTED_PAIRS: u64 = 1 << 16;
+
+impl SortRoom {
+    async fn reserve(ctx: &SessionContext, plan: &BandPlan, distinct: u64) -> Result<Option<SortRoom>> {
+        let pool = ctx.runtime_env().memory_pool.clone();
+        let MemoryLimit::Finite(limit) = pool.memory_limit() else {
+            return Ok(None);
+        };
+        let rows = scalar_u64(ctx, "SELECT (SELECT count(simhash) FROM fingerprints) + (SELECT count(simhash) FROM stored)").await?;
+        let work = join::sort_bytes(plan, rows, distinct);
+        let room = (limit as u64 / 2).min(work.saturating_add(distinct.max(MIN_SORTED_PAIRS).saturating_mul(join::BYTES_PER_PAIR)));
+        let max_pairs = room.saturating_sub(work) / join::BYTES_PER_PAIR;
+        if max_pairs < MIN_SORTED_PAIRS {
+            log::debug!("SimHash pairs: {rows} fingerprints need {work} bytes to sort, more than the limit has room for; joining");
+            return Ok(None);
+        }
+        let reservation = MemoryConsumer::new("SimHash pairs by sorting").register(&pool);
+        if reservation.try_grow(room as usize).is_err() {
+            log::debug!("SimHash pairs: the memory pool cannot set {room} bytes aside; joining");
+            return Ok(None);
+        }
+        Ok(Some(SortRoom { max_pairs, _reservation: reservation }))
+    }
 }
 
 /// The check of every candidate, into the table `checked_pairs`; returns

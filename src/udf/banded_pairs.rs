@@ -1,21 +1,24 @@
-//! `banded_pairs(fingerprints, tonight, k, m)`: every pair of a list of
-//! fingerprints within Hamming distance `k`, at least one of them tonight's
-//! (a fingerprint listed twice is tonight's when either is), found in memory
-//! by [`crate::join::banded_pairs`] (the bands of `m` blocks, each sorted). A run whose work stays in memory finds its
-//! SimHash candidates with it (sql/50_near_pairs_by_sort.sql); the join of
-//! sql/50_near_pairs.sql finds the same pairs under a memory limit or on a
-//! cluster.
+//! `banded_pairs(fingerprints, tonight, k, m[, max_pairs])`: every pair of a
+//! list of fingerprints within Hamming distance `k`, at least one of them
+//! tonight's (a fingerprint listed twice is tonight's when either is), found
+//! in memory by [`crate::join::banded_pairs`] (the bands of `m` blocks, each
+//! sorted). A run finds its SimHash candidates with it
+//! (sql/50_near_pairs_by_sort.sql) when its work stays in memory, or when a
+//! memory limit has room for it; the join of sql/50_near_pairs.sql finds the
+//! same pairs in bounded memory and on a cluster. With `max_pairs`, finding
+//! more pairs is an error whose source is [`crate::join::TooManyPairs`]: the
+//! caller set memory aside for so many, and joins instead.
 
 use std::sync::{Arc, OnceLock};
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int32Array, UInt64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, UInt64Type};
-use datafusion::common::{exec_err, plan_err, Result};
+use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{doc, finish, list_of, scalar_u32, struct_lists, to_arrays};
-use crate::join::{banded_pairs, BandPlan};
+use crate::join::{banded_pairs_within, BandPlan};
 
 /// A pair as the join's rows have it: nullable, as `least`, `greatest` and
 /// `hamming` give them, so that both statements write one schema.
@@ -43,12 +46,17 @@ impl ScalarUDFImpl for BandedPairs {
     }
     fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
         match arg_types {
-            [DataType::List(f), DataType::List(b), k, m] if f.data_type().is_integer() && b.data_type() == &DataType::Boolean && k.is_integer() && m.is_integer() => {
-                Ok(vec![list_of(DataType::UInt64), list_of(DataType::Boolean), DataType::Int64, DataType::Int64])
+            [DataType::List(f), DataType::List(b), k, m, rest @ ..]
+                if f.data_type().is_integer() && b.data_type() == &DataType::Boolean && k.is_integer() && m.is_integer()
+                    && matches!(rest, [] | [DataType::Null] | [DataType::Int64 | DataType::UInt64 | DataType::Int32]) =>
+            {
+                let mut types = vec![list_of(DataType::UInt64), list_of(DataType::Boolean), DataType::Int64, DataType::Int64];
+                types.extend(rest.iter().map(|_| DataType::Int64));
+                Ok(types)
             }
             _ => plan_err!(
-                "banded_pairs takes fingerprints and tonight flags (two lists, as array_agg makes them), k and m, \
-                 got {arg_types:?}"
+                "banded_pairs takes fingerprints and tonight flags (two lists, as array_agg makes them), k, m \
+                 and optionally the most pairs to find, got {arg_types:?}"
             ),
         }
     }
@@ -61,13 +69,22 @@ impl ScalarUDFImpl for BandedPairs {
             Ok(plan) => plan,
             Err(e) => return exec_err!("{name}: {e}"),
         };
+        let max_pairs = match args.args.get(4) {
+            None => usize::MAX,
+            Some(ColumnarValue::Scalar(v)) => match v.clone().cast_to(&DataType::Int64)? {
+                ScalarValue::Int64(None) => usize::MAX,
+                ScalarValue::Int64(Some(n)) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
+                other => return exec_err!("{name}: 'max_pairs' must be a non-negative integer constant or NULL, got {other}"),
+            },
+            Some(ColumnarValue::Array(_)) => return exec_err!("{name}: 'max_pairs' must be a constant, not a column"),
+        };
         let (arrays, all_scalar) = to_arrays(&args.args[..2], args.number_rows)?;
         let (fingerprints, flags) = (arrays[0].as_list::<i32>(), arrays[1].as_list::<i32>());
         let (mut a, mut b, mut d) = (Vec::new(), Vec::new(), Vec::new());
         let mut offsets = vec![0i32];
         for row in 0..fingerprints.len() {
             if fingerprints.is_valid(row) && flags.is_valid(row) {
-                for (x, y, distance) in group_pairs(&plan, &fingerprints.value(row), &flags.value(row))? {
+                for (x, y, distance) in group_pairs(&plan, &fingerprints.value(row), &flags.value(row), max_pairs)? {
                     a.push(x);
                     b.push(y);
                     d.push(distance as i32);
@@ -90,7 +107,7 @@ impl ScalarUDFImpl for BandedPairs {
                  tonight's when any of its entries is), as {a, b, hamming} with a < b, in order: the \
                  banded self-join with m blocks, done in memory (each band's keys sorted) instead of \
                  joined.",
-                "banded_pairs(fingerprints, tonight, k, m)",
+                "banded_pairs(fingerprints, tonight, k, m[, max_pairs])",
                 "```sql\n> SELECT unnest(banded_pairs([0, 7, 255], [true, true, false], 3, 4)) AS p;\n\
                  +--------------------------+\n| p                        |\n+--------------------------+\n\
                  | {a: 0, b: 7, hamming: 3} |\n+--------------------------+\n```",
@@ -99,6 +116,7 @@ impl ScalarUDFImpl for BandedPairs {
                     ("tonight", "Whether each is tonight's, in the same order; pairs of two others are left out."),
                     ("k", "Largest Hamming distance, a constant."),
                     ("m", "Blocks of the band plan (k < m <= 64), a constant."),
+                    ("max_pairs", "Optional: the most pairs to find, a constant; more is an error. NULL or absent: no bound."),
                 ],
             )
         }))
@@ -106,7 +124,7 @@ impl ScalarUDFImpl for BandedPairs {
 }
 
 /// The pairs of one row's lists.
-fn group_pairs(plan: &BandPlan, fingerprints: &ArrayRef, flags: &ArrayRef) -> Result<Vec<(u64, u64, u32)>> {
+fn group_pairs(plan: &BandPlan, fingerprints: &ArrayRef, flags: &ArrayRef, max_pairs: usize) -> Result<Vec<(u64, u64, u32)>> {
     let fingerprints = cast(fingerprints, &DataType::UInt64)?;
     let fingerprints = fingerprints.as_primitive::<UInt64Type>();
     let flags = flags.as_boolean();
@@ -115,7 +133,7 @@ fn group_pairs(plan: &BandPlan, fingerprints: &ArrayRef, flags: &ArrayRef) -> Re
     }
     let mut rows: Vec<(u64, bool)> = fingerprints.values().iter().enumerate().map(|(i, &f)| (f, flags.is_valid(i) && flags.value(i))).collect();
     let (distinct, tonight) = distinct_fingerprints(&mut rows);
-    Ok(banded_pairs(plan, &distinct, &tonight))
+    banded_pairs_within(plan, &distinct, &tonight, max_pairs).map_err(|e| DataFusionError::External(Box::new(e)))
 }
 
 /// The distinct fingerprints of `rows`, sorted, each tonight's when any of
