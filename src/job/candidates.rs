@@ -7,7 +7,7 @@ use datafusion::prelude::SessionContext;
 
 use super::config::{Candidates, JoinOptions};
 use super::progress::Progress;
-use super::query::{collect, collect_with, column_u64, scalar_u64, work_table};
+use super::query::{collect, collect_with, column_u64, scalar_u64, with_wide_rows, work_table};
 use super::sql::{self, render, table, Param, Statement};
 use super::summary::{BandPlanSummary, Summary};
 use super::in_memory::{self, HeldCandidates};
@@ -266,16 +266,20 @@ async fn check(ctx: &SessionContext, out: &OutputDir, held: Option<&HeldCandidat
     }
     let path = out.staged("_work/checked_pairs.parquet");
     let params = [("path", Param::Text(&path)), ("measure", Param::Text(measure)), ("threshold", Param::Float(threshold))];
-    collect(ctx, &render(sql::VERIFIED_PAIRS, &params)).await?;
+    // Each candidate meets both term sets: wide rows.
+    with_wide_rows(ctx, collect(ctx, &render(sql::VERIFIED_PAIRS, &params))).await?;
     register_parquet(ctx, table::CHECKED_PAIRS, &path).await?;
     Ok((scalar_u64(ctx, "SELECT count(*) FROM checked_pairs").await?, None))
 }
 
 /// The table `term_sets` (sql/57_term_sets.sql) of tonight's rows (the
-/// view `tonight`) and the stored ones, written to the work folder.
+/// view `tonight`) and the stored ones, written to the work folder. Its rows
+/// are wide (term sets, sketches, vectors): 3,000 long articles as a store's
+/// first night under `--memory-limit 256M` ran out of memory in its sort.
 pub(super) async fn term_sets(ctx: &SessionContext, out: &OutputDir, tonight: &str) -> Result<()> {
     let path = out.staged("_work/term_sets.parquet");
-    work_table(ctx, &render(sql::TERM_SETS, &[("tonight", Param::Ident(tonight)), ("path", Param::Text(&path))]), &path, table::TERM_SETS).await
+    let statement = render(sql::TERM_SETS, &[("tonight", Param::Ident(tonight)), ("path", Param::Text(&path))]);
+    with_wide_rows(ctx, work_table(ctx, &statement, &path, table::TERM_SETS)).await
 }
 
 /// The MinHash candidates (sql/51_minhash_buckets.sql, then
@@ -299,7 +303,8 @@ async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &Outp
     work_table(ctx, &render(sql::MINHASH_BUCKETS, &[("path", Param::Text(&buckets))]), &buckets, table::MINHASH_BUCKETS).await?;
     let path = out.staged("_work/candidates/minhash.parquet");
     let params = [("path", Param::Text(&path)), ("hot", Param::Int(hot)), ("threshold", Param::Float(threshold))];
-    collect(ctx, &render(sql::MINHASH_CANDIDATES, &params)).await?;
+    // Its hot buckets' members come with their term sets: wide rows.
+    with_wide_rows(ctx, collect(ctx, &render(sql::MINHASH_CANDIDATES, &params))).await?;
     Ok(())
 }
 

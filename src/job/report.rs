@@ -19,7 +19,7 @@ use object_store::ObjectStoreExt;
 use serde::{Deserialize, Serialize};
 
 use super::config::JoinOptions;
-use super::query::{collect, collect_with, scalar_u64};
+use super::query::{collect, collect_with, scalar_u64, with_wide_rows};
 use super::sql::{self, render, table, Param};
 use super::summary::{RunCommand, StoreSummary, Summary};
 use crate::error::{Error, Result};
@@ -118,7 +118,8 @@ pub(super) async fn near_misses(ctx: &SessionContext, join: &JoinOptions) -> Res
         ],
     );
     let mut counts = NearMissSample::empty_counts();
-    for row in rows(&collect(ctx, &sql).await?) {
+    // A sampled candidate meets both term sets: wide rows.
+    for row in rows(&with_wide_rows(ctx, collect(ctx, &sql)).await?) {
         if let (Some(bin), Some(n)) = (row[0].int(), row[1].int()) {
             if let Some(slot) = usize::try_from(bin).ok().and_then(|b| counts.get_mut(b)) {
                 *slot += n as u64;
