@@ -26,6 +26,7 @@ mod summary;
 mod tables;
 mod tap;
 mod touched;
+mod whole_batches;
 
 pub use config::{check_run_id, defaults, Candidates, DuplicateIds, OnBadFile, Columns, FingerprintOptions, JobSpec, JoinOptions, KeepRule, StoreOptions};
 pub use context::Job;

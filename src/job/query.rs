@@ -11,6 +11,9 @@ use datafusion::physical_plan::{displayable, ChildrenPropertiesMode, ExecutionPl
 use futures::StreamExt;
 use datafusion::dataframe::DataFrame;
 use datafusion::catalog::TableProvider;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::datasource::file_format::parquet::ParquetSink;
+use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::MemTable;
 use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::logical_expr::{LogicalPlan, SortExpr};
@@ -18,6 +21,7 @@ use datafusion::prelude::{col, SessionContext};
 
 use super::tables::conform;
 use super::tap::Tap;
+use super::whole_batches::WholeBatches;
 use crate::error::{Error, Result};
 
 /// Run one statement. With `NEARDUP_EXPLAIN=1` in the environment, print
@@ -328,6 +332,7 @@ async fn run(ctx: &SessionContext, df: DataFrame, statement: &str) -> Result<Vec
 
 /// [`run`] of a physical plan, planned since `started`.
 async fn run_plan(ctx: &SessionContext, plan: Arc<dyn ExecutionPlan>, statement: &str, started: Instant) -> Result<Vec<Vec<RecordBatch>>> {
+    let plan = whole_batches_to_sinks(plan, ctx.state().config().batch_size())?;
     let explain = std::env::var("NEARDUP_EXPLAIN").unwrap_or_default();
     if explain == "1" {
         eprintln!("neardup: plan of\n{statement}\n{}", displayable(plan.as_ref()).indent(true));
@@ -338,6 +343,22 @@ async fn run_plan(ctx: &SessionContext, plan: Arc<dyn ExecutionPlan>, statement:
     }
     log::debug!("{:>6} ms  {}", started.elapsed().as_millis(), statement_label(statement));
     Ok(partitions)
+}
+
+/// `plan` with every Parquet sink given its rows in batches of exactly
+/// `rows` ([`WholeBatches`]): the pages of a file then do not depend on
+/// the partitions that computed it. (A cluster's plan is the scheduler's;
+/// its sinks read a merge's whole batches.)
+fn whole_batches_to_sinks(plan: Arc<dyn ExecutionPlan>, rows: usize) -> Result<Arc<dyn ExecutionPlan>> {
+    let rebuilt = plan.transform_up(|node| {
+        let Some(input) = node.downcast_ref::<DataSinkExec>().filter(|sink| sink.sink().downcast_ref::<ParquetSink>().is_some()).map(|sink| sink.input().clone()) else {
+            return Ok(Transformed::no(node));
+        };
+        let whole: Arc<dyn ExecutionPlan> = Arc::new(WholeBatches::new(input, rows));
+        // The node has its input's properties.
+        Ok(Transformed::yes(node.replace_children(vec![whole], ReplaceChildrenOptions::new(ChildrenPropertiesMode::Keep))?))
+    })?;
+    Ok(rebuilt.data)
 }
 
 /// Rows of a work table per batch: the engine's own batch size. Segmentation
