@@ -12,6 +12,7 @@ mod line_set;
 mod nightly;
 mod oneshot;
 mod pairs;
+mod pass_through;
 mod pipeline;
 mod plan;
 mod progress;

@@ -20,6 +20,7 @@ use datafusion::logical_expr::{LogicalPlan, SortExpr};
 use datafusion::prelude::{col, SessionContext};
 
 use super::tables::conform;
+use super::pass_through::PassThrough;
 use super::tap::Tap;
 use super::whole_batches::WholeBatches;
 use crate::error::{Error, Result};
@@ -89,7 +90,7 @@ async fn work_table_sorted(ctx: &SessionContext, statement: &str, path: &str, na
 /// Run `statement`, a `COPY (query) TO path …` of sql/, and also keep the
 /// rows it wrote: returned as an in-memory table in the types the engine
 /// reads back from the file. A tap under the statement's sink
-/// ([`super::tap::Tap`]) keeps each batch as it goes to the writer, so the
+/// ([`super::tap::Tap`], a [`PassThrough`] stage) keeps each batch as it goes to the writer, so the
 /// statement runs and writes as it always does, streaming, and the next
 /// stage's reader finds the rows decoded (Weibo's fingerprints: a read of
 /// 49 MB of term sets and sketches, about 0.13 s).
@@ -100,11 +101,11 @@ pub(super) async fn copy_and_hold(ctx: &SessionContext, statement: &str) -> Resu
         [input] => input.clone(),
         _ => return Err(Error::runtime(format!("a statement to hold is not a COPY: {}", statement_label(statement)))),
     };
-    let tap = Arc::new(Tap::new(input.clone()));
+    let tap = Arc::new(PassThrough::new(input.clone(), Tap::default()));
     // The tap has its input's properties.
     let plan = plan.replace_children(vec![tap.clone()], ReplaceChildrenOptions::new(ChildrenPropertiesMode::Keep))?;
     run_plan(ctx, plan, statement, started).await?;
-    let batches = tap.take();
+    let batches = tap.stage().take();
     let schema = as_read_back(&batches.first().map_or_else(|| input.schema(), RecordBatch::schema));
     let batches = batches.iter().map(|b| conform(b, &schema)).collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(MemTable::try_new(schema, vec![batches])?))
@@ -346,15 +347,15 @@ async fn run_plan(ctx: &SessionContext, plan: Arc<dyn ExecutionPlan>, statement:
 }
 
 /// `plan` with every Parquet sink given its rows in batches of exactly
-/// `rows` ([`WholeBatches`]): the pages of a file then do not depend on
-/// the partitions that computed it. (A cluster's plan is the scheduler's;
-/// its sinks read a merge's whole batches.)
+/// `rows` ([`WholeBatches`], a [`PassThrough`] stage): the pages of a file
+/// then do not depend on the partitions that computed it. (A cluster's plan
+/// is the scheduler's; its sinks read a merge's whole batches.)
 fn whole_batches_to_sinks(plan: Arc<dyn ExecutionPlan>, rows: usize) -> Result<Arc<dyn ExecutionPlan>> {
     let rebuilt = plan.transform_up(|node| {
         let Some(input) = node.downcast_ref::<DataSinkExec>().filter(|sink| sink.sink().downcast_ref::<ParquetSink>().is_some()).map(|sink| sink.input().clone()) else {
             return Ok(Transformed::no(node));
         };
-        let whole: Arc<dyn ExecutionPlan> = Arc::new(WholeBatches::new(input, rows));
+        let whole: Arc<dyn ExecutionPlan> = Arc::new(PassThrough::new(input, WholeBatches::new(rows)));
         // The node has its input's properties.
         Ok(Transformed::yes(node.replace_children(vec![whole], ReplaceChildrenOptions::new(ChildrenPropertiesMode::Keep))?))
     })?;

@@ -1,7 +1,7 @@
-//! A pass-through node of a physical plan that hands its parent batches of
-//! exactly `rows` rows (the last may be shorter), whatever sizes its input
-//! gives: put under a Parquet sink, it makes the file's pages independent of
-//! how the engine happened to batch the rows.
+//! A stage of a pass-through node (pass_through.rs) that hands its parent
+//! batches of exactly `rows` rows (the last may be shorter), whatever sizes
+//! its input gives: put under a Parquet sink, it makes the file's pages
+//! independent of how the engine happened to batch the rows.
 //!
 //! The Parquet writer cuts a page, and falls back from a dictionary,
 //! between the mini-batches it splits each given batch into, and those start
@@ -12,73 +12,37 @@
 //! `clusters/`). DataFusion's own coalescing passes batches of more than
 //! half its target through, so it cannot make them whole.
 
-use std::fmt;
-use std::sync::Arc;
-
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::concat_batches;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{internal_err, Result};
-use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::common::Result;
+use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use datafusion::physical_plan::{ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, PhysicalExpr, PlanProperties, ReplaceChildrenOptions};
 use futures::{stream, StreamExt};
 
-/// The node: its input's properties and rows, in batches of `rows`.
+use super::pass_through::Stage;
+
+/// The stage: batches of `rows` rows.
 #[derive(Debug)]
 pub(super) struct WholeBatches {
-    input: Arc<dyn ExecutionPlan>,
     rows: usize,
 }
 
 impl WholeBatches {
-    pub(super) fn new(input: Arc<dyn ExecutionPlan>, rows: usize) -> WholeBatches {
-        WholeBatches { input, rows: rows.max(1) }
+    pub(super) fn new(rows: usize) -> WholeBatches {
+        WholeBatches { rows: rows.max(1) }
     }
 }
 
-impl DisplayAs for WholeBatches {
-    fn fmt_as(&self, _: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "WholeBatches: rows={}", self.rows)
-    }
-}
+impl Stage for WholeBatches {
+    const NAME: &'static str = "WholeBatches";
 
-impl ExecutionPlan for WholeBatches {
-    fn name(&self) -> &str {
-        "WholeBatches"
+    fn describe(&self) -> String {
+        format!("rows={}", self.rows)
     }
 
-    fn properties(&self) -> &Arc<PlanProperties> {
-        self.input.properties()
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
-    }
-
-    fn maintains_input_order(&self) -> Vec<bool> {
-        vec![true]
-    }
-
-    fn apply_expressions(&self, _: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn replace_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>, _: ReplaceChildrenOptions) -> Result<Arc<dyn ExecutionPlan>> {
-        match <[_; 1]>::try_from(children) {
-            Ok([input]) => Ok(Arc::new(WholeBatches { input, rows: self.rows })),
-            Err(_) => internal_err!("whole batches have one input"),
-        }
-    }
-
-    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
-        self.replace_children(children, ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute))
-    }
-
-    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let input = self.input.execute(partition, context)?;
-        let schema = self.input.schema();
+    fn stream(&self, input: SendableRecordBatchStream, _: usize) -> Result<SendableRecordBatchStream> {
+        let schema = input.schema();
         let mut cut = Cutter::new(schema.clone(), self.rows);
         // Each input batch gives the whole batches it completes; the end of
         // the input gives the rest.
@@ -158,6 +122,7 @@ impl Cutter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use datafusion::arrow::array::{Array, UInt64Array};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
 
