@@ -37,9 +37,24 @@ fn least_overlap(n: usize, t: f64) -> usize {
     ((t * n as f64 - SLACK).ceil().max(1.0) as usize).min(n)
 }
 
-/// The overlap two sets of `n` and `m` terms need for Jaccard `t`.
-fn needed_overlap(n: usize, m: usize, t: f64) -> i64 {
-    (t / (1.0 + t) * (n + m) as f64 - SLACK).ceil() as i64
+/// Whether two sets of `n` and `m` terms that share `overlap` can reach
+/// Jaccard `t`: they need t/(1+t)·(n+m) shared terms (`share` is t/(1+t)).
+/// A whole number reaches a real bound exactly when it reaches the bound's
+/// ceiling, so the bound is not rounded up: `ceil` is a call into the C
+/// library at every posting looked at (Weibo: 10.9 million calls in the
+/// first 200,000 posts, 1.7 % of a run's instructions).
+fn reaches(overlap: i64, (n, m): (usize, usize), share: f64) -> bool {
+    overlap as f64 >= share * (n + m) as f64 - SLACK
+}
+
+/// A set's entry in the postings of a term of its prefix: the set, the
+/// term's position in it, and its size (read here, not from the set, so
+/// that a posting looked at touches one line of memory).
+#[derive(Clone, Copy)]
+struct Posting {
+    set: u32,
+    at: u32,
+    size: u32,
 }
 
 /// Every pair `(i, j)`, `i < j`, of `sets` (sorted, distinct term hashes)
@@ -58,34 +73,45 @@ pub fn jaccard_pairs(sets: &[&[u64]], t: f64, tonight: impl Fn(usize) -> bool, w
     let ranked = rank_rarest_first(sets);
     let mut order: Vec<usize> = (0..sets.len()).filter(|&i| !sets[i].is_empty()).collect();
     order.sort_by_key(|&i| (sets[i].len(), i));
-    // Prefix postings, tonight's and the others': term rank → (set,
-    // position), sets in size order.
-    let mut postings: [Vec<Vec<(u32, u32)>>; 2] = [vec![Vec::new(); ranked.terms], vec![Vec::new(); ranked.terms]];
+    // Prefix postings, tonight's and the others': term rank → postings, in
+    // the order of the sets' sizes.
+    let mut postings: [Vec<Vec<Posting>>; 2] = [vec![Vec::new(); ranked.terms], vec![Vec::new(); ranked.terms]];
+    // Where each list's sets large enough for the set at hand begin: sizes
+    // only grow in a list and in `order`, so a set too small for one set is
+    // too small for every later one, and is passed over once, not at every
+    // look (PPJoin's size filter).
+    let mut large_enough: [Vec<usize>; 2] = [vec![0; ranked.terms], vec![0; ranked.terms]];
     // Overlap met so far with each earlier set (PRUNED once dropped).
     const PRUNED: i64 = i64::MIN / 2;
     let mut met = vec![0i64; sets.len()];
     let (mut touched, mut pairs) = (Vec::new(), Vec::new());
+    let share = t / (1.0 + t);
     for &x in &order {
         let terms = &ranked.sets[x];
         let n = terms.len();
         let prefix = n - least_overlap(n, t) + 1;
         let smallest = t * n as f64 - SLACK;
-        let (ours, looked_up) = match tonight(x) {
-            true => (0, &postings[..]),
-            false => (1, &postings[..1]),
+        let (ours, sides) = match tonight(x) {
+            true => (0, 0..2),
+            false => (1, 0..1),
         };
         for (i, &w) in terms[..prefix].iter().enumerate() {
-            for &(y, j) in looked_up.iter().flat_map(|p| &p[w as usize]) {
-                let (y, j) = (y as usize, j as usize);
-                let m = ranked.sets[y].len();
-                if (m as f64) < smallest || met[y] == PRUNED {
-                    continue;
+            for side in sides.clone() {
+                let (list, start) = (&postings[side][w as usize], &mut large_enough[side][w as usize]);
+                while list.get(*start).is_some_and(|p| (p.size as f64) < smallest) {
+                    *start += 1;
                 }
-                if met[y] == 0 {
-                    touched.push(y);
+                for &Posting { set: y, at: j, size: m } in &list[*start..] {
+                    let (y, j, m) = (y as usize, j as usize, m as usize);
+                    if met[y] == PRUNED {
+                        continue;
+                    }
+                    if met[y] == 0 {
+                        touched.push(y);
+                    }
+                    let reachable = met[y] + 1 + (n - i - 1).min(m - j - 1) as i64;
+                    met[y] = if reaches(reachable, (n, m), share) { met[y] + 1 } else { PRUNED };
                 }
-                let reachable = met[y] + 1 + (n - i - 1).min(m - j - 1) as i64;
-                met[y] = if reachable >= needed_overlap(n, m, t) { met[y] + 1 } else { PRUNED };
             }
         }
         for y in touched.drain(..) {
@@ -95,7 +121,7 @@ pub fn jaccard_pairs(sets: &[&[u64]], t: f64, tonight: impl Fn(usize) -> bool, w
             met[y] = 0;
         }
         for (i, &w) in terms[..prefix].iter().enumerate() {
-            postings[ours][w as usize].push((x as u32, i as u32));
+            postings[ours][w as usize].push(Posting { set: x as u32, at: i as u32, size: n as u32 });
         }
     }
     pairs.sort_unstable();
@@ -281,7 +307,9 @@ mod tests {
         assert!(jaccard_pairs(&[], 0.5, |_| true, |_, _| true).is_empty());
         assert_eq!(least_overlap(3, 0.5), 2);
         assert_eq!(least_overlap(4, 0.5), 2);
-        assert_eq!(needed_overlap(2, 3, 0.5), 2);
-        assert_eq!(needed_overlap(4, 4, 0.6), 3);
+        // Sets of 2 and 3 terms need 2 shared for 0.5; of 4 and 4, 3 for 0.6.
+        let share = |t: f64| t / (1.0 + t);
+        assert!(reaches(2, (2, 3), share(0.5)) && !reaches(1, (2, 3), share(0.5)));
+        assert!(reaches(3, (4, 4), share(0.6)) && !reaches(2, (4, 4), share(0.6)));
     }
 }
