@@ -11,7 +11,7 @@ use crate::minhash::MinHashPlan;
 use crate::sets::{SharePolicy, Verify};
 use crate::distributed::{ExecutorOptions, SchedulerOptions};
 use crate::eval::EvalSpec;
-use crate::session::{parse_size, EngineOptions};
+use crate::session::{parse_size, EngineOptions, WorkTables};
 use crate::shell::{Format, Session};
 use crate::storage::InputSpec;
 use crate::tls::TlsFiles;
@@ -239,6 +239,11 @@ pub struct EngineArgs {
     /// Rows per batch [default: 8192].
     #[arg(long, value_name = "ROWS", help_heading = "Engine")]
     pub batch_size: Option<usize>,
+    /// Where an embedded run keeps its work tables: auto (in memory without --memory-limit; under
+    /// one, in memory when a dedup or fingerprint run's inputs are estimated to fit in it, else
+    /// files), memory, or files (in the output's staging folder) [default: auto].
+    #[arg(long, value_name = "WHERE", help_heading = "Engine")]
+    pub work_tables: Option<WorkTables>,
     /// Run on a Ballista cluster: the scheduler's address [default: embedded, in this process].
     #[arg(long, value_name = "df://HOST:PORT", env = "NEARDUP_CLUSTER", help_heading = "Engine")]
     pub cluster: Option<String>,
@@ -254,6 +259,7 @@ impl EngineArgs {
             batch_size: self.batch_size,
             cluster: self.cluster.clone(),
             tls: self.tls.files(),
+            work_tables: self.work_tables,
         }
     }
 }

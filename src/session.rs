@@ -38,6 +38,26 @@ pub struct EngineOptions {
     pub cluster: Option<String>,
     /// Certificates for a cluster secured with mutual TLS.
     pub tls: Option<TlsFiles>,
+    /// Where an embedded run keeps its work tables (default: auto).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_tables: Option<WorkTables>,
+}
+
+/// Where an embedded run keeps its work tables (the terms, the term sets,
+/// the candidates) and which of its steps the client does itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkTables {
+    /// In memory without a memory limit. Under one, in memory when a
+    /// one-shot run's inputs are estimated to fit in it
+    /// (`crate::job::footprint`), else files.
+    #[default]
+    Auto,
+    /// In memory, whatever the limit.
+    Memory,
+    /// Parquet files in the output's staging folder, read back by the
+    /// engine in bounded memory.
+    Files,
 }
 
 /// Parse a size such as `512M`, `2G`, `1.5GiB` or `1000000` (bytes).
@@ -83,18 +103,20 @@ pub fn runtime_env(spill_dir: Option<&str>, memory_limit: Option<usize>) -> data
 /// never in functions or object stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// A run in this process, under an optional memory limit (bytes).
-    Embedded { memory_limit: Option<usize> },
+    /// A run in this process, under an optional memory limit (bytes), with
+    /// its work tables in memory or not.
+    Embedded { memory_limit: Option<usize>, work_in_memory: bool },
     /// A client whose queries run on a cluster.
     Client,
     /// A scheduler or an executor: Ballista's own rules and functions too.
     Cluster,
 }
 
-/// Marks a session whose work tables stay in memory: an embedded run with
-/// no memory limit. Under a limit they are Parquet files in the work
-/// folder, which the engine reads back in bounded memory, and on a cluster
-/// they are files that every executor can read.
+/// Marks a session whose work tables stay in memory ([`WorkTables`]): an
+/// embedded run with no memory limit, or under one that its inputs fit in.
+/// Otherwise they are Parquet files in the work folder, which the engine
+/// reads back in bounded memory, and on a cluster they are files that every
+/// executor can read.
 #[derive(Debug)]
 pub struct WorkInMemory;
 
@@ -111,18 +133,30 @@ pub fn work_in_memory(ctx: &datafusion::prelude::SessionContext) -> bool {
     ctx.state().config().get_extension::<WorkInMemory>().is_some()
 }
 
+/// Keep `ctx`'s work tables in memory from now on (an embedded run under a
+/// memory limit whose inputs fit in it), as a session made without a limit
+/// keeps them. Done before the run's first statement, so no table is made
+/// one way and read the other. Its sorts still merge sorted batches: a
+/// partition sorted at once ([`SORT_AT_ONCE`]) asks the pool for all of it
+/// in one piece, which a fair pool refuses (Weibo's fingerprints under
+/// `2G`: 1 GB asked, 0.1 GB left to one of two sorts).
+pub fn keep_work_in_memory(ctx: &SessionContext) {
+    ctx.state_ref().write().config_mut().set_extension(Arc::new(WorkInMemory));
+}
+
 /// The session state of `role` with `config`: every role's has neardup's
 /// functions and object stores.
 pub fn state(role: Role, config: SessionConfig) -> datafusion::error::Result<SessionState> {
     let builder = match role {
-        Role::Embedded { memory_limit } => SessionStateBuilder::new()
-            .with_config(match memory_limit {
+        Role::Embedded { memory_limit, work_in_memory } => SessionStateBuilder::new()
+            .with_config(match (work_in_memory, memory_limit) {
                 // Without a bound on memory, each partition's rows (up to
                 // SORT_AT_ONCE) are sorted at once rather than batch by batch
                 // and merged: one bulk copy of the rows instead of a merge
                 // that copies them row by row.
-                None => config.with_extension(Arc::new(WorkInMemory)).set_usize("datafusion.execution.sort_in_place_threshold_bytes", SORT_AT_ONCE),
-                Some(_) => config,
+                (true, None) => config.with_extension(Arc::new(WorkInMemory)).set_usize("datafusion.execution.sort_in_place_threshold_bytes", SORT_AT_ONCE),
+                (true, Some(_)) => config.with_extension(Arc::new(WorkInMemory)),
+                (false, _) => config,
             })
             .with_runtime_env(runtime_env(None, memory_limit)?)
             .with_default_features(),
@@ -139,6 +173,12 @@ pub fn state(role: Role, config: SessionConfig) -> datafusion::error::Result<Ses
 pub async fn context(options: &EngineOptions) -> Result<SessionContext> {
     match &options.cluster {
         Some(url) => {
+            if options.work_tables == Some(WorkTables::Memory) {
+                return Err(Error::input(
+                    "--work-tables memory keeps an embedded run's work in its own memory; on a cluster the work tables \
+                     are files every executor reads: leave --work-tables out, or run without --cluster",
+                ));
+            }
             if options.memory_limit.is_some() {
                 eprintln!(
                     "neardup: note: the memory limit applies to embedded runs only; on a cluster, \
@@ -190,7 +230,14 @@ pub fn new_context(options: &EngineOptions) -> Result<SessionContext> {
         // bounded memory is worth the slower join.
         config = config.set_bool("datafusion.optimizer.prefer_hash_join", false);
     }
-    Ok(SessionContext::new_with_state(state(Role::Embedded { memory_limit: limit }, config)?))
+    // Auto under a limit starts with files; the run keeps its work in
+    // memory once its inputs are known to fit (`crate::job::footprint`).
+    let work_in_memory = match options.work_tables.unwrap_or_default() {
+        WorkTables::Memory => true,
+        WorkTables::Auto => limit.is_none(),
+        WorkTables::Files => false,
+    };
+    Ok(SessionContext::new_with_state(state(Role::Embedded { memory_limit: limit, work_in_memory }, config)?))
 }
 
 /// Parse `df://host:port` (or `host:port`) into host and port.

@@ -148,7 +148,7 @@ fn duplicate_and_missing_ids_are_refused() {
     let on_disk = dir.path().join("kept-on-disk");
     for (out, limit) in [(&kept, None), (&on_disk, Some("1G"))] {
         let mut args = vec!["dedup", "-q", "-i", &input, "-o", out.to_str().unwrap(), "--duplicate-ids", "keep-first", "--survivors"];
-        args.extend(limit.map(|l| ["--memory-limit", l]).into_iter().flatten());
+        args.extend(limit.map(|l| ["--memory-limit", l, "--work-tables", "files"]).into_iter().flatten());
         ok(&neardup(&args));
         let s = summary(out);
         assert_eq!((s["documents"].as_u64(), s["duplicate_ids_dropped"].as_u64()), (Some(2), Some(1)), "{limit:?}");

@@ -54,7 +54,7 @@ fn work_tables_in_memory_or_on_disk_give_the_same_bytes() {
     for (verify, keep, near_misses) in [("jaccard:0.5", "earliest:date", true), ("overlap:0.6", "longest", true), ("cosine:0.9", "smallest-id", false)] {
         let (memory, disk) = (dir.path().join(format!("memory-{verify}")), dir.path().join(format!("disk-{verify}")));
         run(&memory, &["--verify", verify, "--keep", keep]);
-        run(&disk, &["--verify", verify, "--keep", keep, "--memory-limit", "1G"]);
+        run(&disk, &["--verify", verify, "--keep", keep, "--memory-limit", "1G", "--work-tables", "files"]);
         for name in ["fingerprints", "pairs", "clusters"] {
             let file = format!("{name}/part-00000.parquet");
             let bytes = std::fs::read(memory.join(&file)).unwrap();
@@ -73,6 +73,46 @@ fn work_tables_in_memory_or_on_disk_give_the_same_bytes() {
         let missed = summary(&memory).2["counts"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).sum::<u64>();
         assert_eq!(missed > 0, near_misses, "the sample's near misses ({verify}: {missed})");
     }
+}
+
+#[test]
+fn under_a_memory_limit_the_work_stays_in_memory_when_the_inputs_fit() {
+    // `--work-tables auto` (the default) under a limit estimates, from the
+    // inputs' footers, the run's peak with its work in memory: the sample
+    // (507 documents) needs about 262 MiB. Under 1G its work stays in
+    // memory; under 200M it goes to files; either way, and whatever is
+    // asked for, the outputs are the same bytes, and the summary says where
+    // the work was.
+    let dir = tempfile::tempdir().unwrap();
+    let runs = [
+        ("free", &[][..], "memory"),
+        ("roomy", &["--memory-limit", "1G"][..], "memory"),
+        ("tight", &["--memory-limit", "200M"][..], "files"),
+        ("asked-files", &["--memory-limit", "1G", "--work-tables", "files"][..], "files"),
+        ("asked-memory", &["--memory-limit", "200M", "--work-tables", "memory"][..], "memory"),
+        ("files-without-limit", &["--work-tables", "files"][..], "files"),
+    ];
+    let first = dir.path().join(runs[0].0);
+    for (name, engine, expected) in runs {
+        let out = dir.path().join(name);
+        run(&out, engine);
+        assert_eq!(summary(&out)["work_tables"], expected, "{name}: {engine:?}");
+        for table in ["fingerprints", "pairs", "clusters"] {
+            let file = format!("{table}/part-00000.parquet");
+            assert_eq!(std::fs::read(first.join(&file)).unwrap(), std::fs::read(out.join(&file)).unwrap(), "{file} differs ({name}: {engine:?})");
+        }
+    }
+    // The progress line says what was chosen and why.
+    let news = format!("news={}", sample("news.parquet"));
+    let out = dir.path().join("said");
+    let o = neardup(&["fingerprint", "-i", &news, "-o", out.to_str().unwrap(), "--memory-limit", "150M"]);
+    ok(&o);
+    let err = stderr(&o);
+    assert!(err.contains("work tables in files: the inputs (407 rows,") && err.contains("over the 150 MiB limit"), "{err}");
+    assert_eq!(summary(&out)["work_tables"], "files");
+    // A cluster's work tables are files its executors read.
+    let o = neardup(&["dedup", "-q", "-i", &news, "-o", out.to_str().unwrap(), "--overwrite", "--work-tables", "memory", "--cluster", "df://127.0.0.1:9"]);
+    exits_with(&o, 2, &["--work-tables memory", "on a cluster"]);
 }
 
 #[test]
@@ -96,7 +136,7 @@ fn copies_left_out_in_memory_or_on_disk_are_the_same() {
             ok(&neardup(&args));
             out
         };
-        let (memory, disk) = (run("memory", &[]), run("disk", &["--memory-limit", "1G"]));
+        let (memory, disk) = (run("memory", &[]), run("disk", &["--memory-limit", "1G", "--work-tables", "files"]));
         for out in [&memory, &disk] {
             assert_eq!(summary(out)["unconfirmed_copies"], left_out, "copies left out ({settings:?})");
         }

@@ -65,6 +65,14 @@ impl CheckedInput {
     pub(super) fn bytes(&self) -> u64 {
         self.files.iter().map(|f| f.size).sum()
     }
+
+    /// Its rows, and the bytes of `columns` before compression, as its
+    /// files' footers record them.
+    pub(super) fn contents(&self, columns: &[&str]) -> (u64, u64) {
+        self.files.iter().fold((0, 0), |(rows, bytes), f| {
+            (rows + f.contents.rows, bytes + columns.iter().map(|c| f.contents.bytes_of(c)).sum::<u64>())
+        })
+    }
 }
 
 /// Every input's files checked: what a run reads, and what it leaves out.

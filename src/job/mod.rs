@@ -6,6 +6,7 @@ mod config;
 mod context;
 mod copies;
 mod first_per_id;
+mod footprint;
 mod in_memory;
 mod inputs;
 mod line_set;

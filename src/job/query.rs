@@ -557,7 +557,7 @@ mod tests {
     #[tokio::test]
     async fn a_sorted_work_table_is_read_in_order_without_a_sort() {
         let config = SessionConfig::new().with_target_partitions(3).with_batch_size(2);
-        let ctx = SessionContext::new_with_state(state(Role::Embedded { memory_limit: None }, config).unwrap());
+        let ctx = SessionContext::new_with_state(state(Role::Embedded { memory_limit: None, work_in_memory: true }, config).unwrap());
         // Three partitions, one for each VALUES.
         let values = ["('b', '1', 0), ('a', '2', 1)", "('a', '10', 2), ('b', '0', 3)", "('a', '3', 4)"];
         let rows = values.map(|v| format!("SELECT * FROM (VALUES {v}) AS v(source, id, n)")).join(" UNION ALL ");
@@ -577,7 +577,7 @@ mod tests {
         // Many small batches on three partitions, merged in order for the
         // file.
         let config = SessionConfig::new().with_target_partitions(3).with_batch_size(64);
-        let ctx = SessionContext::new_with_state(state(Role::Embedded { memory_limit: None }, config).unwrap());
+        let ctx = SessionContext::new_with_state(state(Role::Embedded { memory_limit: None, work_in_memory: true }, config).unwrap());
         let dir = tempfile::tempdir().unwrap();
         let copy = |name: &str| {
             let path = dir.path().join(name).display().to_string();

@@ -20,6 +20,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::SessionContext;
 
 use super::config::{JobSpec, OnBadFile};
+use super::footprint;
 use super::context::{Job, Run};
 use super::inputs::{check_ids, check_inputs, find_bad_file, keep_one_per_id, name_bad_file, register_documents, CheckedInputs};
 use super::nightly;
@@ -31,7 +32,7 @@ use super::sql::table;
 use super::store_run::StoreRun;
 use super::summary::{InputSummary, RunCommand, SkippedFile, Summary};
 use crate::error::{Error, Kind, Result};
-use crate::session::context;
+use crate::session::{context, WorkTables};
 use crate::storage::lease::Lease;
 use crate::storage::{InputSpec, OutputDir};
 
@@ -122,6 +123,8 @@ async fn run_documents_without(spec: &JobSpec, options: &RunOptions, with_join: 
     let Some(store_options) = &spec.store else {
         let checked = check_inputs(&ctx, spec, &job.keep, damaged).await?;
         log_skipped(options, &checked.skipped);
+        let settled = footprint::settle(&ctx, &spec.engine, &checked, &spec.columns);
+        let work_tables = Some(if crate::session::work_in_memory(&ctx) { WorkTables::Memory } else { WorkTables::Files });
         register_documents(&ctx, spec, &checked, &job.keep, table::DOCUMENTS).await?;
         let stages = stages(&job, command, false);
         // Documents held in memory find their repeated ids as they are sorted.
@@ -130,10 +133,11 @@ async fn run_documents_without(spec: &JobSpec, options: &RunOptions, with_join: 
             Ok(n) => n,
             Err(e) => return Err(name_bad_file(&ctx, spec, e).await),
         };
-        progress.done("inputs", format!("{} input(s) checked", spec.inputs.len()));
+        let settled = settled.map(|s| format!("; {s}")).unwrap_or_default();
+        progress.done("inputs", format!("{} input(s) checked{settled}", spec.inputs.len()));
         if options.dry_run {
             let summary = dry_run(&ctx, &job, command, &stages, None, spec.overwrite, &checked).await?;
-            return Ok(Summary { skipped_files: checked.skipped, ..summary });
+            return Ok(Summary { skipped_files: checked.skipped, work_tables, ..summary });
         }
         let out = OutputDir::prepare(&ctx, &spec.output, spec.overwrite).await?;
         let mut run = Run { ctx: &ctx, job: &job, out: &out, progress: &mut progress };
@@ -148,7 +152,12 @@ async fn run_documents_without(spec: &JobSpec, options: &RunOptions, with_join: 
         let result = match result {
             Err(e) => Err(name_bad_file(&ctx, spec, e).await),
             // Counted by the check of ids, or by the held documents.
-            Ok(summary) => Ok(Summary { duplicate_ids_dropped: ids.dropped + summary.duplicate_ids_dropped, skipped_files: checked.skipped, ..summary }),
+            Ok(summary) => Ok(Summary {
+                duplicate_ids_dropped: ids.dropped + summary.duplicate_ids_dropped,
+                skipped_files: checked.skipped,
+                work_tables,
+                ..summary
+            }),
         };
         let report = with_join.then_some((&ctx, &job.spec.join));
         return finish(out, result, progress, report).await;

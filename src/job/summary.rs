@@ -225,6 +225,11 @@ pub struct Summary {
     /// The inputs' id and text columns (for drawing the report again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub columns: Option<super::config::Columns>,
+    /// Where a one-shot run kept its work tables: `memory` or `files`
+    /// (`--work-tables`; chosen by the inputs' size under `auto` and a
+    /// memory limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_tables: Option<crate::session::WorkTables>,
     pub timings_ms: BTreeMap<String, u64>,
     pub total_ms: u64,
 }

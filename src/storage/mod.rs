@@ -164,6 +164,40 @@ pub struct InputFile {
     pub size: u64,
     pub schema: Result<SchemaRef>,
     pub partitions: Vec<(String, String)>,
+    /// What its footer says of its contents (zero for a file whose footer
+    /// cannot be read).
+    pub contents: FileContents,
+}
+
+/// A Parquet file's rows and, per top-level column, its bytes before
+/// compression, as its footer records them: what a run that reads it will
+/// hold, known before it reads a page.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct FileContents {
+    pub rows: u64,
+    pub column_bytes: Vec<(String, u64)>,
+}
+
+impl FileContents {
+    fn of(meta: &ParquetMetaData) -> FileContents {
+        let mut column_bytes: Vec<(String, u64)> = Vec::new();
+        for group in meta.row_groups() {
+            for chunk in group.columns() {
+                let Some(name) = chunk.column_path().parts().first() else { continue };
+                let bytes = u64::try_from(chunk.uncompressed_size()).unwrap_or(0);
+                match column_bytes.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, total)) => *total += bytes,
+                    None => column_bytes.push((name.clone(), bytes)),
+                }
+            }
+        }
+        FileContents { rows: u64::try_from(meta.file_metadata().num_rows()).unwrap_or(0), column_bytes }
+    }
+
+    /// The bytes of column `name` before compression (0 if it has none).
+    pub fn bytes_of(&self, name: &str) -> u64 {
+        self.column_bytes.iter().find(|(n, _)| n == name).map_or(0, |(_, b)| *b)
+    }
 }
 
 /// Every Parquet file of an input location, with its own schema: inputs
@@ -177,18 +211,21 @@ pub async fn input_files(ctx: &SessionContext, url: &str) -> Result<Vec<InputFil
     let mut out = Vec::with_capacity(files.len());
     for f in files {
         let name = file_url(&table_url, &f);
-        let schema = match read_footer(store.as_ref(), &f, &name).await {
+        let (schema, contents) = match read_footer(store.as_ref(), &f, &name).await {
             // The engine's own reading of the file's schema (string views,
             // no metadata), so a table of agreeing files is typed as before.
-            Ok(_) => format
-                .infer_schema(&state, &store, std::slice::from_ref(&f))
-                .await
-                .map_err(|e| Error::input(format!("'{name}': its schema cannot be read: {e}"))),
-            Err(e) if e.kind() == crate::error::Kind::Input => Err(e),
+            Ok(meta) => (
+                format
+                    .infer_schema(&state, &store, std::slice::from_ref(&f))
+                    .await
+                    .map_err(|e| Error::input(format!("'{name}': its schema cannot be read: {e}"))),
+                FileContents::of(&meta),
+            ),
+            Err(e) if e.kind() == crate::error::Kind::Input => (Err(e), FileContents::default()),
             Err(e) => return Err(e),
         };
         let below = f.location.as_ref().strip_prefix(table_url.prefix().as_ref()).unwrap_or_default();
-        out.push(InputFile { url: name, size: f.size, schema, partitions: hive_partitions(below) });
+        out.push(InputFile { url: name, size: f.size, schema, partitions: hive_partitions(below), contents });
     }
     Ok(out)
 }
