@@ -344,6 +344,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn work_tables_are_read_from_a_job_file() {
+        let engine: EngineOptions = toml::from_str("memory_limit = \"2G\"\nwork_tables = \"files\"").unwrap();
+        assert_eq!(engine.work_tables, Some(WorkTables::Files));
+        let unset: EngineOptions = toml::from_str("memory_limit = \"2G\"").unwrap();
+        assert_eq!(unset.work_tables, None);
+        // Written back, an unset choice stays unset.
+        assert!(!toml::to_string(&unset).unwrap().contains("work_tables"));
+        let wrong = toml::from_str::<EngineOptions>("work_tables = \"disk\"").unwrap_err().to_string();
+        assert!(wrong.contains("disk") && wrong.contains("files"), "{wrong}");
+    }
+
+    #[test]
     fn endpoints() {
         assert_eq!(parse_endpoint("df://sched:50050", 1).unwrap(), ("sched".into(), 50050));
         assert_eq!(parse_endpoint("10.0.0.1:7000", 1).unwrap(), ("10.0.0.1".into(), 7000));

@@ -5,9 +5,9 @@
 //! With the work in memory the client does the id check, the copies' check,
 //! the MinHash candidates and the check of candidates itself, over tables it
 //! holds; with files, statements that spill do them. Under `--memory-limit
-//! 2G` a run of `weibo_reposts` took 15.9 s at a peak of 1.16 GB with files,
-//! and takes 5.0 s at 0.85 GB in memory: files are for inputs that do not
-//! fit, not for every run under a limit.
+//! 2G` a run of `weibo_reposts` takes 16.4–16.7 s at a peak of 1,118–1,147
+//! MiB with files, and 5.4–6.4 s at 761–824 MiB in memory: files are for
+//! inputs that do not fit, not for every run under a limit.
 
 use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::prelude::SessionContext;
