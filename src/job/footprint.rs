@@ -50,19 +50,68 @@ fn fits(peak: u64, limit: u64) -> bool {
     peak <= limit
 }
 
+/// What a run's inputs hold, by their footers: rows, and bytes of text and
+/// titles before compression. Kept with the session (a config extension)
+/// for the statements that size their batches by it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct InputContents {
+    rows: u64,
+    text_bytes: u64,
+}
+
+impl InputContents {
+    /// The contents of the checked inputs' files, of the text and title columns.
+    pub(super) fn of(checked: &CheckedInputs, columns: &Columns) -> InputContents {
+        let mut read = vec![columns.text.as_str()];
+        read.extend(columns.title.as_deref().filter(|t| !t.is_empty()));
+        let (rows, text_bytes) = checked.inputs.iter().map(|i| i.contents(&read)).fold((0, 0), |(r, b), (rows, bytes)| (r + rows, b + bytes));
+        InputContents { rows, text_bytes }
+    }
+
+    /// Keep them with `ctx`'s session.
+    pub(super) fn register(self, ctx: &SessionContext) {
+        ctx.state_ref().write().config_mut().set_extension(std::sync::Arc::new(self));
+    }
+}
+
+/// Text a batch of the statements that segment the inputs (or find their
+/// boilerplate lines) carries: enough that short posts do not pay per batch,
+/// few enough that a corpus of long articles still deals every core many
+/// batches. In batches of 256 rows whatever the text, `weibo_reposts`'
+/// segmentation over the inputs (`--work-tables files`) took 3.7–4.1 s;
+/// in batches of 4,096 rows 2.7–3.3 s, Heybox's unchanged (2026-11-29).
+const BATCH_TEXT_BYTES: u64 = 1 << 20;
+
+/// The fewest and the most rows of such a batch: 256 rows of long articles
+/// (Heybox: 0.9 MiB), and a work table's batch.
+const BATCH_ROWS: std::ops::RangeInclusive<u64> = 256..=8192;
+
+/// Rows a batch of the statements that read every document from the inputs
+/// ([`BATCH_TEXT_BYTES`] of text at the inputs' mean length), for `ctx`'s
+/// run ([`InputContents::register`]); the fewest without its inputs' contents.
+pub(super) fn document_batch_rows(ctx: &SessionContext) -> u64 {
+    match ctx.state().config().get_extension::<InputContents>() {
+        Some(contents) => batch_rows(*contents),
+        None => *BATCH_ROWS.start(),
+    }
+}
+
+fn batch_rows(InputContents { rows, text_bytes }: InputContents) -> u64 {
+    let mean = text_bytes.checked_div(rows).unwrap_or(0).max(1);
+    (BATCH_TEXT_BYTES / mean).clamp(*BATCH_ROWS.start(), *BATCH_ROWS.end())
+}
+
 /// Settle where an embedded one-shot run under `--work-tables auto` and a
 /// memory limit keeps its work: in memory (the session is switched to it)
 /// when its inputs' estimated peak fits in the limit, else in files. Says
 /// what it chose and why, for the progress line; None when there was no
 /// choice to make.
-pub(super) fn settle(ctx: &SessionContext, engine: &EngineOptions, checked: &CheckedInputs, columns: &Columns) -> Option<String> {
+pub(super) fn settle(ctx: &SessionContext, engine: &EngineOptions, contents: InputContents) -> Option<String> {
     if engine.cluster.is_some() || engine.work_tables.unwrap_or_default() != WorkTables::Auto {
         return None;
     }
     let MemoryLimit::Finite(limit) = ctx.runtime_env().memory_pool.memory_limit() else { return None };
-    let mut read = vec![columns.text.as_str()];
-    read.extend(columns.title.as_deref().filter(|t| !t.is_empty()));
-    let (rows, bytes) = checked.inputs.iter().map(|i| i.contents(&read)).fold((0, 0), |(r, b), (rows, bytes)| (r + rows, b + bytes));
+    let InputContents { rows, text_bytes: bytes } = contents;
     let peak = peak_in_memory(rows, bytes);
     let limit = limit as u64;
     let inputs = format!("{rows} rows, {} of text", mib(bytes));
@@ -111,5 +160,19 @@ mod tests {
         }
         // Sizes beyond any input do not overflow.
         assert_eq!(peak_in_memory(u64::MAX, u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn batches_of_documents_carry_about_a_mib_of_text() {
+        let rows = |rows, text_bytes| batch_rows(InputContents { rows, text_bytes });
+        // heybox_articles, bbc_news, peoples_daily_1998, weibo_reposts.
+        assert_eq!(rows(18_060, 66_192_042), 286);
+        assert_eq!(rows(2_225, 5_012_404), 465);
+        assert_eq!(rows(19_484, 5_610_273), 3_653);
+        assert_eq!(rows(768_573, 35_758_906), 8_192);
+        // Longer texts still give 256 rows; no text, a work table's batch.
+        assert_eq!(rows(10, 1 << 30), 256);
+        assert_eq!(rows(0, 0), 8_192);
+        assert_eq!(rows(1_000, 0), 8_192);
     }
 }

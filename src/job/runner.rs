@@ -123,7 +123,9 @@ async fn run_documents_without(spec: &JobSpec, options: &RunOptions, with_join: 
     let Some(store_options) = &spec.store else {
         let checked = check_inputs(&ctx, spec, &job.keep, damaged).await?;
         log_skipped(options, &checked.skipped);
-        let settled = footprint::settle(&ctx, &spec.engine, &checked, &spec.columns);
+        let contents = footprint::InputContents::of(&checked, &spec.columns);
+        contents.register(&ctx);
+        let settled = footprint::settle(&ctx, &spec.engine, contents);
         let work_tables = Some(if crate::session::work_in_memory(&ctx) { WorkTables::Memory } else { WorkTables::Files });
         register_documents(&ctx, spec, &checked, &job.keep, table::DOCUMENTS).await?;
         let stages = stages(&job, command, false);
@@ -199,6 +201,7 @@ async fn store_night(
     let spec = &job.spec;
     let checked = check_inputs(ctx, spec, &job.keep, damaged).await?;
     log_skipped(options, &checked.skipped);
+    footprint::InputContents::of(&checked, &spec.columns).register(ctx);
     register_documents(ctx, spec, &checked, &job.keep, table::DOCUMENTS_INPUT).await?;
     // A night finds its repeated ids before it leaves out the stored documents.
     let ids = match check_ids(ctx, table::DOCUMENTS_INPUT, spec.columns.duplicate_ids, false).await {

@@ -18,28 +18,22 @@ use super::candidates::minhash_expression;
 use crate::error::{Error, Result};
 use crate::storage::{copy_file, parquet_key_values, register_parquet};
 
-/// Settings for the statements that run a costly function on every
-/// document (boilerplate lines, segmentation). It costs far more per row
-/// than reading, so it must be spread over every core even when an input is
-/// one Parquet row group: inputs are read whole (`WHOLE_FILE_SCANS`), in
-/// small batches, which DataFusion deals round robin to all partitions.
-const SEGMENTATION_SETTINGS: &[(&str, &str)] =
-    &[WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", "256")];
-
-/// The same statements' settings over the documents held in memory
-/// ([`hold_documents`]): they were dealt to every core as they were read,
-/// so batches as large as a work table's keep every core busy, and the
-/// terms come out in batches the table keeps as they are. In batches of 256
-/// rows, joining them up took 5 % of a one-core `fingerprint` over
-/// `weibo_reposts` (docs/performance.md).
-const HELD_SEGMENTATION_SETTINGS: &[(&str, &str)] = &[WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", "8192")];
-
-/// The settings of a statement over every document: `held`, the documents
-/// are held in memory ([`hold_documents`]).
-fn per_document_settings(held: bool) -> &'static [(&'static str, &'static str)] {
+/// Rows a batch of the statements that run a costly function on every
+/// document (boilerplate lines, segmentation). Over the documents held in
+/// memory (`held`, [`hold_documents`]), a work table's batch: they were
+/// dealt to every core as they were read, so batches that large keep every
+/// core busy, and the terms come out in batches the table keeps as they are
+/// (in batches of 256 rows, joining them up took 5 % of a one-core
+/// `fingerprint` over `weibo_reposts`; docs/performance.md). Over the
+/// inputs themselves, the function costs far more per row than reading, so
+/// it must be spread over every core even when an input is one Parquet row
+/// group: inputs are read whole (`WHOLE_FILE_SCANS`), in batches of about a
+/// MiB of text, which DataFusion deals round robin to all partitions
+/// ([`super::footprint::document_batch_rows`]).
+fn per_document_rows(ctx: &SessionContext, held: bool) -> String {
     match held {
-        true => HELD_SEGMENTATION_SETTINGS,
-        false => SEGMENTATION_SETTINGS,
+        true => WORK_BATCH_ROWS.to_string(),
+        false => super::footprint::document_batch_rows(ctx).to_string(),
     }
 }
 
@@ -112,7 +106,9 @@ pub(super) async fn boilerplate_stage(run: &mut Run<'_>, held: bool) -> Result<O
         run.progress.done("boilerplate", format!("{} lines of the frozen set '{url}'", set.hashes.len()));
         return Ok(Some(set));
     }
-    let batches = collect_with(run.ctx, per_document_settings(held), &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
+    let rows = per_document_rows(run.ctx, held);
+    let settings = [WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", rows.as_str())];
+    let batches = collect_with(run.ctx, &settings, &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
     let mut hashes = Vec::new();
     for b in &batches {
         hashes.extend_from_slice(column_u64(b, 0)?.values());
@@ -145,7 +141,9 @@ pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>, 
     );
     // In the order of 40_fingerprints.sql's output, which then needs no
     // sort; already in that order when the documents are held in memory.
-    work_table_with(ctx, per_document_settings(held), (&statement, &terms_path, table::TERMS), &["source", "id"]).await?;
+    let rows = per_document_rows(ctx, held);
+    let settings = [WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", rows.as_str())];
+    work_table_with(ctx, &settings, (&statement, &terms_path, table::TERMS), &["source", "id"]).await?;
     let corpus_n = scalar_u64(ctx, &render(sql::CORPUS_SIZE, &[])).await?;
     run.progress.done("segment", format!("{corpus_n} documents with terms"));
     Ok(corpus_n)
@@ -315,13 +313,4 @@ async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &Fingerprin
     }
     register_parquet(ctx, table::CORPUS_DF, model).await?;
     Ok(n)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_documents_held_in_memory_come_in_the_batches_segmentation_scans() {
-        let batch_size = super::WORK_BATCH_ROWS.to_string();
-        assert!(super::HELD_SEGMENTATION_SETTINGS.contains(&("datafusion.execution.batch_size", batch_size.as_str())));
-    }
 }
