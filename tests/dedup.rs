@@ -709,7 +709,5 @@ fn term_sets_keep_their_dictionary_on_a_large_vocabulary() {
     }
     assert!(encodings.get("RLE_DICTIONARY").is_some_and(|&n| n > 0), "{encodings:?}");
     assert_eq!(encodings.get("PLAIN"), None, "term set hashes written plain: the dictionary was given up ({encodings:?})");
-    let sets = group.column(at);
-    let n_values: i64 = sets.num_values();
-    assert_eq!(n_values, (documents * words_each) as i64);
+    assert_eq!(group.column(at).num_values(), (documents * words_each) as i64);
 }
