@@ -368,7 +368,7 @@ fn whole_batches_to_sinks(plan: Arc<dyn ExecutionPlan>, rows: usize) -> Result<A
 /// was 3,000 batches of 256 posts, and every statement over it (the
 /// fingerprints' UDFs and their sort by id) paid per batch (Weibo: the sort
 /// alone 0.36 s of CPU against 0.18 s). Over the documents held in memory it
-/// scans batches of this size (stages.rs, `per_document_rows`).
+/// scans batches of this size (stages.rs, `PerDocument`).
 pub(super) const WORK_BATCH_ROWS: usize = 8192;
 
 /// The output of `plan`, partition by partition, in batches of about

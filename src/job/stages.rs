@@ -18,22 +18,34 @@ use super::candidates::minhash_expression;
 use crate::error::{Error, Result};
 use crate::storage::{copy_file, parquet_key_values, register_parquet};
 
-/// Rows a batch of the statements that run a costly function on every
-/// document (boilerplate lines, segmentation). Over the documents held in
-/// memory (`held`, [`hold_documents`]), a work table's batch: they were
-/// dealt to every core as they were read, so batches that large keep every
-/// core busy, and the terms come out in batches the table keeps as they are
-/// (in batches of 256 rows, joining them up took 5 % of a one-core
-/// `fingerprint` over `weibo_reposts`; docs/performance.md). Over the
-/// inputs themselves, the function costs far more per row than reading, so
-/// it must be spread over every core even when an input is one Parquet row
-/// group: inputs are read whole (`WHOLE_FILE_SCANS`), in batches of about a
-/// MiB of text, which DataFusion deals round robin to all partitions
-/// ([`super::footprint::document_batch_rows`]).
-fn per_document_rows(ctx: &SessionContext, held: bool) -> String {
-    match held {
-        true => WORK_BATCH_ROWS.to_string(),
-        false => super::footprint::document_batch_rows(ctx).to_string(),
+/// How the statements that run a costly function on every document
+/// (boilerplate lines, segmentation) read it: in batches of how many rows.
+/// Over the documents held in memory (`held`, [`hold_documents`]), a work
+/// table's batch: they were dealt to every core as they were read, so batches
+/// that large keep every core busy, and the terms come out in batches the
+/// table keeps as they are (in batches of 256 rows, joining them up took 5 %
+/// of a one-core `fingerprint` over `weibo_reposts`; docs/performance.md).
+/// Over the inputs themselves, the function costs far more per row than
+/// reading, so it must be spread over every core even when an input is one
+/// Parquet row group: inputs are read whole (`WHOLE_FILE_SCANS`), in batches
+/// of about a MiB of text, which DataFusion deals round robin to all
+/// partitions ([`super::footprint::document_batch_rows`]).
+struct PerDocument {
+    batch_rows: String,
+}
+
+impl PerDocument {
+    fn of(ctx: &SessionContext, held: bool) -> PerDocument {
+        let rows = match held {
+            true => WORK_BATCH_ROWS as u64,
+            false => super::footprint::document_batch_rows(ctx),
+        };
+        PerDocument { batch_rows: rows.to_string() }
+    }
+
+    /// The statements' settings: whole files, batches of these rows.
+    fn settings(&self) -> [(&str, &str); 2] {
+        [WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", self.batch_rows.as_str())]
     }
 }
 
@@ -106,9 +118,7 @@ pub(super) async fn boilerplate_stage(run: &mut Run<'_>, held: bool) -> Result<O
         run.progress.done("boilerplate", format!("{} lines of the frozen set '{url}'", set.hashes.len()));
         return Ok(Some(set));
     }
-    let rows = per_document_rows(run.ctx, held);
-    let settings = [WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", rows.as_str())];
-    let batches = collect_with(run.ctx, &settings, &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
+    let batches = collect_with(run.ctx, &PerDocument::of(run.ctx, held).settings(), &render(sql::BOILERPLATE_LINES, &[("min_docs", Param::Int(u64::from(n)))])).await?;
     let mut hashes = Vec::new();
     for b in &batches {
         hashes.extend_from_slice(column_u64(b, 0)?.values());
@@ -141,9 +151,7 @@ pub(super) async fn segment_stage(run: &mut Run<'_>, boilerplate: Option<&str>, 
     );
     // In the order of 40_fingerprints.sql's output, which then needs no
     // sort; already in that order when the documents are held in memory.
-    let rows = per_document_rows(ctx, held);
-    let settings = [WHOLE_FILE_SCANS, ("datafusion.execution.batch_size", rows.as_str())];
-    work_table_with(ctx, &settings, (&statement, &terms_path, table::TERMS), &["source", "id"]).await?;
+    work_table_with(ctx, &PerDocument::of(ctx, held).settings(), (&statement, &terms_path, table::TERMS), &["source", "id"]).await?;
     let corpus_n = scalar_u64(ctx, &render(sql::CORPUS_SIZE, &[])).await?;
     run.progress.done("segment", format!("{corpus_n} documents with terms"));
     Ok(corpus_n)
