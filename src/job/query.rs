@@ -15,6 +15,11 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::file_format::parquet::ParquetSink;
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::MemTable;
+use datafusion::catalog::streaming::StreamingTable;
+use datafusion::common::DataFusionError;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::PartitionStream;
 use datafusion::execution::memory_pool::MemoryLimit;
 use datafusion::logical_expr::{LogicalPlan, SortExpr};
 use datafusion::prelude::{col, SessionContext};
@@ -307,6 +312,64 @@ pub(super) fn register_in_memory(ctx: &SessionContext, name: &str, schema: &Sche
     Ok(())
 }
 
+/// Replace the in-memory table `name` (a [`MemTable`]; anything else is
+/// left as it is) by one whose next reader takes its rows: each batch is let
+/// go once that reader's plan has passed it on, where a [`MemTable`] keeps
+/// every batch until the table is dropped. For a table's last reader: the
+/// fingerprints statement over `terms` (Heybox: 302 MB), whose results
+/// grew while all the terms were still held, the run's peak. A second
+/// reading of the table is an error, never an empty table.
+pub(super) fn read_once(ctx: &SessionContext, name: &str) -> Result<()> {
+    let Some(provider) = ctx.deregister_table(name)? else {
+        return Ok(());
+    };
+    let Some(table) = provider.downcast_ref::<MemTable>() else {
+        ctx.register_table(name, provider)?;
+        return Ok(());
+    };
+    let schema = table.schema();
+    let mut partitions: Vec<Arc<dyn PartitionStream>> = Vec::with_capacity(table.batches.len());
+    for partition in &table.batches {
+        // Nothing else holds the table: it was just deregistered.
+        let mut held = partition.try_write().map_err(|_| Error::runtime(format!("the in-memory table {name} is in use")))?;
+        let batches = std::sync::Mutex::new(Some(std::mem::take(&mut *held)));
+        partitions.push(Arc::new(TakenOnce { name: name.to_string(), schema: schema.clone(), batches }));
+    }
+    let order = table.sort_order.lock().first().cloned().unwrap_or_default();
+    let once = StreamingTable::try_new(schema, partitions)?.with_sort_order(order);
+    ctx.register_table(name, Arc::new(once))?;
+    Ok(())
+}
+
+/// One partition of a [`read_once`] table.
+struct TakenOnce {
+    name: String,
+    schema: SchemaRef,
+    batches: std::sync::Mutex<Option<Vec<RecordBatch>>>,
+}
+
+impl std::fmt::Debug for TakenOnce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TakenOnce({})", self.name)
+    }
+}
+
+impl PartitionStream for TakenOnce {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _: Arc<TaskContext>) -> SendableRecordBatchStream {
+        let taken = self.batches.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        let batches: Vec<datafusion::common::Result<RecordBatch>> = match taken {
+            Some(batches) => batches.into_iter().map(Ok).collect(),
+            None => vec![Err(DataFusionError::Execution(format!("the in-memory table {} was read once and let go", self.name)))],
+        };
+        // Moved into the stream, each batch goes when it is yielded.
+        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), futures::stream::iter(batches)))
+    }
+}
+
 /// `schema` as the engine reads it back from Parquet: strings and binaries
 /// as views (`datafusion.execution.parquet.schema_force_view_types`) and no
 /// metadata, of the schema or of a field (`skip_metadata`), so that
@@ -570,6 +633,40 @@ mod tests {
         assert!(shown.contains("SortPreservingMergeExec") && !shown.contains("SortExec"), "{shown}");
         let n: Vec<i64> = collect(&ctx, ordered).await.unwrap().iter().flat_map(|b| b.column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>().values().to_vec()).collect();
         assert_eq!(n, [2, 1, 4, 3, 0]);
+    }
+
+    #[tokio::test]
+    async fn a_table_read_once_lets_each_batch_go_and_keeps_its_order() {
+        let config = SessionConfig::new().with_target_partitions(2);
+        let ctx = SessionContext::new_with_state(state(Role::Embedded { memory_limit: None, work_in_memory: true }, config).unwrap());
+        let batch = |ids: &[&str], n: &[i64]| {
+            let id: ArrayRef = Arc::new(datafusion::arrow::array::StringViewArray::from(ids.to_vec()));
+            let n: ArrayRef = Arc::new(datafusion::arrow::array::Int64Array::from(n.to_vec()));
+            RecordBatch::try_from_iter([("id", id), ("n", n)]).unwrap()
+        };
+        // Two partitions, each sorted by id, as the terms are.
+        let (first, second) = (batch(&["a", "c"], &[0, 2]), batch(&["b", "d"], &[1, 3]));
+        register_in_memory(&ctx, "t", &first.schema(), vec![vec![first], vec![second]], &["id"]).unwrap();
+        let table = ctx.table_provider("t").await.unwrap();
+        let kept = table.downcast_ref::<MemTable>().unwrap().batches[0].read().await[0].column(1).clone();
+        let ordered = "SELECT n FROM t ORDER BY id";
+        let numbers = |b: &[RecordBatch]| b.iter().flat_map(|b| b.column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>().values().to_vec()).collect::<Vec<_>>();
+        // An ordinary in-memory table holds its batches after a read.
+        assert_eq!(numbers(&collect(&ctx, ordered).await.unwrap()), [0, 1, 2, 3]);
+        assert_eq!(Arc::strong_count(&kept), 2);
+        read_once(&ctx, "t").unwrap();
+        let plan = ctx.sql(ordered).await.unwrap().create_physical_plan().await.unwrap();
+        let shown = displayable(plan.as_ref()).indent(false).to_string();
+        assert!(shown.contains("SortPreservingMergeExec") && !shown.contains("SortExec"), "the order is still declared: {shown}");
+        assert_eq!(numbers(&collect(&ctx, ordered).await.unwrap()), [0, 1, 2, 3]);
+        assert_eq!(Arc::strong_count(&kept), 1, "read, the batch is let go");
+        let again = collect(&ctx, ordered).await.unwrap_err().to_string();
+        assert!(again.contains("the in-memory table t was read once"), "{again}");
+        // A table of another kind is left as it is.
+        collect(&ctx, "CREATE VIEW v AS SELECT 1 AS one").await.unwrap();
+        read_once(&ctx, "v").unwrap();
+        read_once(&ctx, "missing").unwrap();
+        assert_eq!(collect(&ctx, "SELECT one FROM v").await.unwrap()[0].num_rows(), 1);
     }
 
     #[tokio::test]

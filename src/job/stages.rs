@@ -235,6 +235,8 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
     // the plan the candidates were found with.
     let fp_meta = FileMetadata { minhash: run.job.kept_minhash(), ..meta.clone() };
     let hold = hold && crate::session::work_in_memory(run.ctx);
+    // The terms' last reader: each batch goes once weighed.
+    super::query::read_once(run.ctx, table::TERMS)?;
     let held = materialize_held(run.ctx, (sql::FINGERPRINTS, &params), (&fp_path, table::FINGERPRINTS), Some(&fp_meta), hold).await?;
     // Nothing reads the terms after this: held in memory, they go now.
     run.ctx.deregister_table(table::TERMS)?;
