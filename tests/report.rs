@@ -65,6 +65,29 @@ fn the_report_is_drawn_again_to_the_same_bytes() {
     common::exits_with(&o, 2, &["not a neardup output"]);
 }
 
+#[test]
+fn members_texts_are_those_of_the_inputs_whether_held_in_memory_or_read_again() {
+    // An in-memory run reads the members' texts from the documents it held
+    // for segmentation; with work files, from the inputs. The same texts.
+    let dir = tempfile::tempdir().unwrap();
+    let news = format!("news={}", sample("news.parquet"));
+    let reprints = format!("reprints={}", sample("reprints.parquet"));
+    let run = |name: &str, work: &str| {
+        let out = dir.path().join(name);
+        let args = ["dedup", "-i", &news, "-i", &reprints, "-o", out.to_str().unwrap(), "--work-tables", work];
+        let o = Command::new(env!("CARGO_BIN_EXE_neardup")).args(args).env("NEARDUP_LOG", "debug").output().unwrap();
+        ok(&o);
+        let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+        // The clusters shown, from the first on: no timings, no output path.
+        (common::stderr(&o), page[page.find("id=\"largest\"").expect("clusters are shown")..].to_string())
+    };
+    let ((memory_log, in_memory), (files_log, with_files)) = (run("memory", "memory"), run("files", "files"));
+    assert!(memory_log.contains("FROM held_documents d JOIN report_members"), "{memory_log}");
+    assert!(files_log.contains("FROM documents d JOIN report_members") && !files_log.contains("held_documents"), "{files_log}");
+    assert!(in_memory.matches("class=\"text").count() >= 16, "texts are shown");
+    assert_eq!(in_memory, with_files);
+}
+
 fn write_texts(path: &Path, texts: &[&str]) {
     let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false), Field::new("text", DataType::Utf8, false)]));
     let ids: Vec<String> = (1..=texts.len()).map(|i| i.to_string()).collect();

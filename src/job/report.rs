@@ -39,6 +39,11 @@ const NO_TEXTS_IN_FINGERPRINTS: &str = "Texts are not shown: `neardup pairs` rea
 /// Nights of a store shown (the latest).
 const SHOWN_NIGHTS: usize = 60;
 
+/// The documents a run held in memory, kept for the texts of the members
+/// shown (stages.rs, `release_documents`); without it the texts are read
+/// from the view `documents`, the inputs.
+pub(super) const HELD_DOCUMENTS: &str = "held_documents";
+
 /// Candidates the check rejected a little below its threshold, counted at
 /// the end of a run (they are in no output table).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -467,8 +472,9 @@ async fn texts(ctx: &SessionContext, by_cluster: &BTreeMap<String, Vec<Member>>)
     let ids: std::collections::BTreeSet<&str> = by_cluster.values().flatten().map(|m| m.id.as_str()).collect();
     let listed = ids.iter().map(|id| literal(id)).collect::<Vec<_>>().join(", ");
     // With --duplicate-ids keep-first the kept row is the one of the smallest text.
+    let documents = if ctx.table_exist(HELD_DOCUMENTS)? { HELD_DOCUMENTS } else { table::DOCUMENTS };
     let sql = format!(
-        "SELECT m.source, m.id, min(CAST(d.text AS VARCHAR)) FROM documents d
+        "SELECT m.source, m.id, min(CAST(d.text AS VARCHAR)) FROM {documents} d
          JOIN report_members m ON CAST(d.source AS VARCHAR) = m.source AND d.id = m.id
          WHERE d.id IN ({listed}) GROUP BY m.source, m.id"
     );

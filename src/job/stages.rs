@@ -92,10 +92,18 @@ pub(super) struct Held {
 }
 
 /// Put the view `documents` back in place of the documents held in memory
-/// ([`hold_documents`]), which are let go: later readers (the report's
-/// texts) read the inputs again.
+/// ([`hold_documents`]) for every later statement. The held rows stay, as
+/// [`super::report::HELD_DOCUMENTS`], for the report's texts: the texts of
+/// an input of one row group are one column chunk, and the few members'
+/// texts were spread over most of its pages, so reading them back decoded
+/// nearly all (Heybox: 106 of the report's 149 ms). They are the rows the
+/// view gives, one per id with `--duplicate-ids keep-first`. Kept, they
+/// raise Heybox's peak by about 30 MB, which the terms read once give back
+/// (`query::read_once`; docs/performance.md).
 pub(super) fn release_documents(ctx: &SessionContext, held: Held) -> Result<()> {
-    swap_documents(ctx, held.replaced).map(drop)
+    let documents = swap_documents(ctx, held.replaced)?;
+    ctx.register_table(super::report::HELD_DOCUMENTS, documents)?;
+    Ok(())
 }
 
 /// Register `documents` as the table `documents`; returns the one it replaces.
