@@ -98,7 +98,7 @@ pub(super) struct Held {
 /// texts were spread over most of its pages, so reading them back decoded
 /// nearly all (Heybox: 106 of the report's 149 ms). They are the rows the
 /// view gives, one per id with `--duplicate-ids keep-first`. Kept, they
-/// raise Heybox's peak by about 30 MB, which the terms read once give back
+/// raise Heybox's peak by about 25 MB, which the terms read once give back
 /// (`query::read_once`; docs/performance.md).
 pub(super) fn release_documents(ctx: &SessionContext, held: Held) -> Result<()> {
     let documents = swap_documents(ctx, held.replaced)?;
