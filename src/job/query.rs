@@ -318,7 +318,9 @@ pub(super) fn register_in_memory(ctx: &SessionContext, name: &str, schema: &Sche
 /// every batch until the table is dropped. For a table's last reader: the
 /// fingerprints statement over `terms` (Heybox: 302 MB), whose results
 /// grew while all the terms were still held, the run's peak. A second
-/// reading of the table is an error, never an empty table.
+/// reading of the table is an error, never an empty table. The replaced
+/// table is emptied, so nothing may keep it: the job makes no view over a
+/// work table, and each statement names the table it reads.
 pub(super) fn read_once(ctx: &SessionContext, name: &str) -> Result<()> {
     let Some(provider) = ctx.deregister_table(name)? else {
         return Ok(());
