@@ -19,7 +19,7 @@ use object_store::ObjectStoreExt;
 use serde::{Deserialize, Serialize};
 
 use super::config::JoinOptions;
-use super::query::{collect, collect_with, scalar_u64, with_wide_rows};
+use super::query::{collect, collect_with, scalar_u64, with_wide_rows, LATE_MATERIALIZATION};
 use super::sql::{self, render, table, Param};
 use super::summary::{RunCommand, StoreSummary, Summary};
 use crate::error::{Error, Result};
@@ -462,7 +462,10 @@ async fn register_strings(ctx: &SessionContext, name: &str, columns: &[(&str, &[
 }
 
 async fn texts(ctx: &SessionContext, by_cluster: &BTreeMap<String, Vec<Member>>) -> Result<BTreeMap<(String, String), String>> {
-    if !ctx.table_exist("documents")? || by_cluster.is_empty() {
+    // The rows an in-memory run held, else the inputs (`documents` is put
+    // back whenever the held rows are kept).
+    let documents = if ctx.table_exist(HELD_DOCUMENTS)? { HELD_DOCUMENTS } else { table::DOCUMENTS };
+    if !ctx.table_exist(documents)? || by_cluster.is_empty() {
         return Ok(BTreeMap::new());
     }
     // The shown ids are a filter too, which the engine pushes into the
@@ -472,13 +475,12 @@ async fn texts(ctx: &SessionContext, by_cluster: &BTreeMap<String, Vec<Member>>)
     let ids: std::collections::BTreeSet<&str> = by_cluster.values().flatten().map(|m| m.id.as_str()).collect();
     let listed = ids.iter().map(|id| literal(id)).collect::<Vec<_>>().join(", ");
     // With --duplicate-ids keep-first the kept row is the one of the smallest text.
-    let documents = if ctx.table_exist(HELD_DOCUMENTS)? { HELD_DOCUMENTS } else { table::DOCUMENTS };
     let sql = format!(
         "SELECT m.source, m.id, min(CAST(d.text AS VARCHAR)) FROM {documents} d
          JOIN report_members m ON CAST(d.source AS VARCHAR) = m.source AND d.id = m.id
          WHERE d.id IN ({listed}) GROUP BY m.source, m.id"
     );
-    let rows = rows(&collect_with(ctx, &[("datafusion.execution.parquet.pushdown_filters", "true")], &sql).await?);
+    let rows = rows(&collect_with(ctx, &[LATE_MATERIALIZATION], &sql).await?);
     Ok(rows.iter().filter_map(|r| Some(((r[0].text()?.to_string(), r[1].text()?.to_string()), r[2].text()?.to_string()))).collect())
 }
 
