@@ -711,3 +711,34 @@ fn term_sets_keep_their_dictionary_on_a_large_vocabulary() {
     assert_eq!(encodings.get("PLAIN"), None, "term set hashes written plain: the dictionary was given up ({encodings:?})");
     assert_eq!(group.column(at).num_values(), (documents * words_each) as i64);
 }
+
+/// Fingerprints of long documents come in row groups of about 2^23
+/// characters of text (sql/40_fingerprints.sql), which the writer holds one
+/// at a time; in the documents' order, every document once.
+#[test]
+fn long_documents_make_row_groups_of_bounded_text() {
+    use datafusion::arrow::array::{RecordBatch, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    // Five documents of 2,000,000 characters: 4 a row group (2^23 / 2,000,000).
+    let ids: Vec<String> = (0..5).map(|i| format!("d{i}")).collect();
+    let texts: Vec<String> = (0..5).map(|i| format!("doc{i} ").repeat(400_000)).collect();
+    assert!(texts.iter().all(|t| t.chars().count() == 2_000_000));
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false), Field::new("text", DataType::Utf8, false)]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(ids.clone())), Arc::new(StringArray::from(texts))]).unwrap();
+    let input = dir.path().join("long.parquet");
+    let mut writer = datafusion::parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&input).unwrap(), schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+
+    let out = dir.path().join("out");
+    ok(&neardup(&["fingerprint", "-q", "--input", input.to_str().unwrap(), "--output", out.to_str().unwrap()]));
+    let file = std::fs::read_dir(out.join("fingerprints")).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "parquet")).unwrap();
+    let reader = SerializedFileReader::new(std::fs::File::open(&file).unwrap()).unwrap();
+    let rows: Vec<i64> = reader.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
+    assert_eq!(rows, vec![4, 1]);
+    assert_eq!(strings(&read_dir(&out.join("fingerprints")), "id"), ids);
+}

@@ -101,7 +101,7 @@ statement!(BOILERPLATE_LINES, "15_boilerplate_lines.sql", ["min_docs"], reads [t
 statement!(TERMS, "20_terms.sql", ["tokenizer", "analyzer_options", "with_pos", "boilerplate", "keep_key", "path"], reads [table::DOCUMENTS]);
 statement!(CORPUS_SIZE, "30_corpus_size.sql", [], reads [table::TERMS]);
 statement!(CORPUS_DF, "31_corpus_df.sql", ["path"], reads [table::TERMS]);
-statement!(FINGERPRINTS, "40_fingerprints.sql", ["model", "model_version", "n_docs", "weighting", "formula", "top_k", "with_vector", "minhash", "keep_key", "path"], reads [table::TERMS]);
+statement!(FINGERPRINTS, "40_fingerprints.sql", ["model", "model_version", "n_docs", "weighting", "formula", "top_k", "with_vector", "minhash", "keep_key", "row_group_rows", "path"], reads [table::TERMS]);
 statement!(NEAR_PAIRS, "50_near_pairs.sql", ["k", "m", "path"], reads [table::FINGERPRINTS, table::STORED]);
 statement!(NEAR_PAIRS_BY_SORT, "50_near_pairs_by_sort.sql", ["k", "m", "max_pairs", "path"], reads [table::FINGERPRINTS, table::STORED]);
 statement!(MINHASH_BUCKETS, "51_minhash_buckets.sql", ["path"], reads [table::SHARED_MINHASH_KEYS, table::TERM_SETS]);

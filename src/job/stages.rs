@@ -228,7 +228,10 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
         min_shared: run.job.spec.join.min_shared(),
         boilerplate_set: boilerplate.map(|set| set.identity.clone()),
     };
+    // Read before the terms' last reader: characters a document, on average.
+    let chars = scalar_u64(run.ctx, "SELECT COALESCE(sum(n_chars) / count(*), 0) FROM terms").await?;
     let params = [
+        ("row_group_rows", Param::Int(row_group_rows(chars))),
         ("model", Param::TextOrNull(model.map(|m| m.files.0.as_str()))),
         ("model_version", Param::TextOrNull(model.map(|m| m.files.1.as_str()))),
         ("n_docs", Param::IntOrNull(model.map(|m| m.n_docs))),
@@ -250,6 +253,21 @@ pub(super) async fn fingerprint_stage(run: &mut Run<'_>, idf: &Idf, corpus_n: u6
     run.ctx.deregister_table(table::TERMS)?;
     run.progress.done("fingerprints", format!("weighting {}", fp.weighting));
     Ok((meta, held))
+}
+
+/// Characters of text a row group of fingerprints is made for: a row group
+/// is held whole by the writer until it is written (sql/40_fingerprints.sql).
+const ROW_GROUP_CHARS: u64 = 1 << 23;
+
+/// Most rows a row group of fingerprints holds: short posts' fingerprints
+/// are small whatever their number.
+const MAX_ROW_GROUP_ROWS: u64 = 65_536;
+
+/// Rows a row group of fingerprints holds for documents of `chars`
+/// characters on average (integer division of integer sums: the same for
+/// any partitioning).
+fn row_group_rows(chars: u64) -> u64 {
+    (ROW_GROUP_CHARS / chars.max(1)).clamp(1, MAX_ROW_GROUP_ROWS)
 }
 
 /// Stage `survivors` (`--survivors`): each input's rows without the
@@ -331,4 +349,21 @@ async fn load_idf_model(ctx: &SessionContext, model: &str, settings: &Fingerprin
     }
     register_parquet(ctx, table::CORPUS_DF, model).await?;
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::row_group_rows;
+
+    #[test]
+    fn fingerprints_row_groups_hold_about_the_same_text_whatever_the_documents() {
+        // Weibo's posts (16 characters on average) keep the row limit; Heybox's
+        // articles (1,320) make row groups of about 2^23 characters.
+        assert_eq!(row_group_rows(16), 65_536);
+        assert_eq!(row_group_rows(1_320), 6_355);
+        assert_eq!(row_group_rows(2_000_000), 4);
+        // Documents longer than a row group's text, and documents without text.
+        assert_eq!(row_group_rows(10_000_000), 1);
+        assert_eq!(row_group_rows(0), 65_536);
+    }
 }
