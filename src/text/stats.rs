@@ -3,7 +3,7 @@
 
 use std::collections::hash_map::Entry;
 
-use super::learned_tags::{RecentFactors, Wanted};
+use super::learned_tags::{RecentFactors, Wanted, WordFacts};
 use super::{Analyzer, Mode, Token};
 use crate::fingerprint::hash64;
 use crate::weight::TermFactors;
@@ -34,7 +34,8 @@ type HashIndex = super::HashKeyed<usize>;
 pub struct StatsScratch {
     /// Position in the document's word list of each distinct word, by hash.
     index: HashIndex,
-    /// Whether each distinct word, in order of first occurrence, is a feature.
+    /// Whether each distinct word, in order of first occurrence, is a
+    /// feature, and its length in characters (0 if not).
     kept: Vec<bool>,
     chars: Vec<usize>,
     title_hashes: Vec<u64>,
@@ -42,7 +43,7 @@ pub struct StatsScratch {
     order: Vec<(u64, u32)>,
     /// The terms whose POS factor is not among the recent ones.
     wanted: Vec<Wanted>,
-    /// The thread's recent POS factors (learned_tags.rs), taken at the
+    /// The thread's recent words' facts (learned_tags.rs), taken at the
     /// first document that needs them.
     recent: Option<RecentFactors>,
 }
@@ -86,6 +87,72 @@ fn sort_by_hash(terms: &mut [TermStat<'_>], order: &mut Vec<(u64, u32)>) {
     }
 }
 
+/// The signal-word factor of docs/algorithm.md §3.
+fn logo_factor(signal: bool) -> u8 {
+    if signal {
+        5
+    } else {
+        0
+    }
+}
+
+/// Whether each of `terms` (a document's distinct words, untagged) is kept,
+/// into `kept`, with its length in characters into `chars` (0 for a word
+/// not kept), its POS factor and its signal-word factor: from the thread's
+/// `recent` facts, else worked out, each factor found or learned once a
+/// word ([`Analyzer::find_or_learn_pos_factors`]), and put in `recent`.
+fn word_facts<'a>(analyzer: &'a Analyzer, text: &'a str, terms: &mut [TermStat<'a>], (kept, chars, wanted): (&mut Vec<bool>, &mut Vec<usize>, &mut Vec<Wanted>), recent: &mut RecentFactors) {
+    kept.clear();
+    chars.clear();
+    wanted.clear();
+    for (i, term) in terms.iter_mut().enumerate() {
+        match recent.get(term.hash) {
+            Some(facts) => {
+                kept.push(facts.feature);
+                chars.push(facts.chars);
+                term.factors.cx = facts.cx;
+                term.factors.logo = logo_factor(facts.signal);
+            }
+            None if analyzer.is_feature_hashed(term.term, term.hash) => {
+                kept.push(true);
+                chars.push(term.term.chars().count());
+                wanted.push((term.hash, i, 0));
+            }
+            None => {
+                kept.push(false);
+                chars.push(0);
+                recent.put(term.hash, WordFacts { feature: false, cx: 1, signal: false, chars: 0 });
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return;
+    }
+    let learn = |i: usize| pos_factor(analyzer.tag_in_place(text, terms[i].term));
+    analyzer.find_or_learn_pos_factors(recent, wanted, learn);
+    for &(hash, i, cx) in wanted.iter() {
+        let signal = analyzer.has_signal_word(terms[i].term);
+        terms[i].factors.cx = cx;
+        terms[i].factors.logo = logo_factor(signal);
+        recent.put(hash, WordFacts { feature: true, cx, signal, chars: chars[i] });
+    }
+}
+
+/// [`word_facts`] of words tagged as they were cut: their factors are those
+/// of their tags, and nothing is kept between documents.
+fn tagged_word_facts(analyzer: &Analyzer, terms: &mut [TermStat<'_>], (kept, chars): (&mut Vec<bool>, &mut Vec<usize>)) {
+    kept.clear();
+    chars.clear();
+    for term in terms.iter_mut() {
+        let feature = analyzer.is_feature_hashed(term.term, term.hash);
+        kept.push(feature);
+        chars.push(if feature { term.term.chars().count() } else { 0 });
+        if feature {
+            term.factors.logo = logo_factor(analyzer.has_signal_word(term.term));
+        }
+    }
+}
+
 impl<'a> DocStats<'a> {
     /// Term statistics of a document whose text and title are already normalised.
     ///
@@ -110,67 +177,38 @@ impl<'a> DocStats<'a> {
         let untagged = analyzer.words_untagged(text, mode, with_pos, tokens);
         let StatsScratch { index, kept, chars, title_hashes, order, wanted, recent } = scratch;
         index.clear();
-        kept.clear();
         terms.clear();
-        wanted.clear();
-        let recent = untagged.then(|| analyzer.recent_pos_factors(recent));
-        let mut total = 0u32;
         for token in tokens.iter() {
             let hash = hash64(token.term.as_bytes());
             // One probe of the index a token, whether the word is new or not.
             match index.entry(hash) {
                 Entry::Occupied(seen) => {
-                    let i = *seen.get();
-                    let stat = &mut terms[i].factors;
+                    let stat = &mut terms[*seen.get()].factors;
                     stat.count += 1;
                     if !untagged {
                         stat.cx = stat.cx.max(pos_factor(token.pos));
                     }
-                    total += u32::from(kept[i]);
                 }
                 Entry::Vacant(new) => {
                     new.insert(terms.len());
-                    let feature = analyzer.is_feature_hashed(token.term, hash);
-                    kept.push(feature);
-                    total += u32::from(feature);
-                    // Untagged words take the factor learned for the word (a
-                    // word's tag is the same wherever it occurs), found below.
-                    // A word that is no feature is dropped: its factor is not needed.
-                    let cx = match &recent {
-                        None => pos_factor(token.pos),
-                        Some(_) if !feature => 1,
-                        Some(_) => {
-                            wanted.push((hash, terms.len(), 0));
-                            1
-                        }
-                    };
-                    let factors = TermFactors { count: 1, tf: 0.0, cx, len: 0.0, logo: 0, title: 0 };
+                    let factors = TermFactors { count: 1, tf: 0.0, cx: pos_factor(token.pos), len: 0.0, logo: 0, title: 0 };
                     terms.push(TermStat { term: token.term, hash, factors });
                 }
             }
         }
-        if let Some(recent) = recent {
-            // Looked up in a loop of their own, after the words are counted:
-            // the lookups (most of them misses of the L1 cache) do not wait
-            // behind each word's counting, nor each other.
-            wanted.retain(|&(hash, i, _)| match recent.get(hash) {
-                Some(cx) => {
-                    terms[i].factors.cx = cx;
-                    false
-                }
-                None => true,
-            });
-            if !wanted.is_empty() {
-                let learn = |i: usize| pos_factor(analyzer.tag_in_place(text, terms[i].term));
-                analyzer.find_or_learn_pos_factors(recent, wanted, learn);
-                for &(_, i, cx) in wanted.iter() {
-                    terms[i].factors.cx = cx;
-                }
-            }
+        // The facts of each distinct word, looked up in a loop of their own
+        // after the words are counted: the lookups (most of them misses of
+        // the L1 cache) do not wait behind each word's counting, nor each other.
+        match untagged {
+            true => word_facts(analyzer, text, &mut terms, (kept, chars, wanted), analyzer.recent_pos_factors(recent)),
+            false => tagged_word_facts(analyzer, &mut terms, (kept, chars)),
         }
+        let total = terms.iter().zip(kept.iter()).filter(|(_, &k)| k).map(|(t, _)| t.factors.count).sum();
         // One flag a term, pushed together.
         let mut is_kept = kept.iter().copied();
         terms.retain(|_| is_kept.next().unwrap_or(false));
+        let mut is_kept = kept.iter().copied();
+        chars.retain(|_| is_kept.next().unwrap_or(false));
         if terms.is_empty() {
             return DocStats { total, terms };
         }
@@ -183,14 +221,11 @@ impl<'a> DocStats<'a> {
             title_hashes.sort_unstable();
         }
 
-        chars.clear();
-        chars.extend(terms.iter().map(|t| t.term.chars().count()));
         let (min, max) = (chars.iter().copied().min().unwrap_or(0), chars.iter().copied().max().unwrap_or(0));
         for (stat, &n) in terms.iter_mut().zip(chars.iter()) {
             let f = &mut stat.factors;
             f.tf = f64::from(f.count) / f64::from(total);
             f.len = if max > min { (n - min) as f64 / (max - min) as f64 } else { 0.0 };
-            f.logo = if analyzer.has_signal_word(stat.term) { 5 } else { 0 };
             f.title = if title_hashes.binary_search(&stat.hash).is_ok() { 5 } else { 0 };
         }
         sort_by_hash(&mut terms, order);
@@ -275,6 +310,37 @@ mod tests {
             assert!(got.contains(&("国家统计局", 2)) && !got.iter().any(|(w, _)| *w == "的" || *w == "，"), "{got:?}");
             spare = stats.recycle();
             assert!(spare.is_empty() && spare.capacity() >= got.len());
+        }
+    }
+
+    #[test]
+    fn facts_kept_from_earlier_documents_are_those_worked_out() {
+        // Signal words, stop words, nouns and verbs of several lengths:
+        // every factor as the words' tags, the word lists and the words'
+        // lengths give it, the first time and again from the thread's
+        // recent facts.
+        let a = Analyzer::get("").unwrap();
+        let text = "总之，国家统计局今天发布了数据。总之研究表明北京的天安门广场很大，我们的国家很大！";
+        let mut tagged = Vec::new();
+        a.tokens(text, Mode::Precise, true, &mut tagged);
+        let mut expected: Vec<(&str, u32, u8, u8, usize)> = Vec::new();
+        for t in &tagged {
+            match expected.iter_mut().find(|e| e.0 == t.term) {
+                Some(e) => (e.1, e.2) = (e.1 + 1, e.2.max(pos_factor(t.pos))),
+                None => expected.push((t.term, 1, pos_factor(t.pos), if a.has_signal_word(t.term) { 5 } else { 0 }, t.term.chars().count())),
+            }
+        }
+        let (min, max) = (expected.iter().map(|e| e.4).min().unwrap(), expected.iter().map(|e| e.4).max().unwrap());
+        let len = |chars: usize| (chars - min) as f64 / (max - min) as f64;
+        let mut expected: Vec<(&str, u32, u8, u8, f64)> = expected.into_iter().map(|(w, n, cx, logo, chars)| (w, n, cx, logo, len(chars))).collect();
+        expected.sort_by(|x, y| x.0.cmp(y.0));
+        assert!(expected.iter().any(|e| e.3 == 5) && expected.iter().any(|e| e.2 == 3) && expected.iter().any(|e| e.2 == 2) && max > min + 1);
+        let mut scratch = StatsScratch::default();
+        for pass in 0..3 {
+            let stats = DocStats::compute(&a, (text, None), (Mode::Precise, true), (&mut Vec::new(), Vec::new()), &mut scratch);
+            let mut got: Vec<(&str, u32, u8, u8, f64)> = stats.terms.iter().map(|t| (t.term, t.factors.count, t.factors.cx, t.factors.logo, t.factors.len)).collect();
+            got.sort_by(|x, y| x.0.cmp(y.0));
+            assert_eq!(got, expected, "pass {pass}");
         }
     }
 
