@@ -34,9 +34,10 @@ type HashIndex = super::HashKeyed<usize>;
 pub struct StatsScratch {
     /// Position in the document's word list of each distinct word, by hash.
     index: HashIndex,
-    /// Whether each distinct word, in order of first occurrence, is a
-    /// feature, and its length in characters (0 if not).
+    /// Whether each distinct word, in order of first occurrence, is a feature.
     kept: Vec<bool>,
+    /// Each distinct word's length in characters (0 for a word not kept),
+    /// then each kept term's.
     chars: Vec<usize>,
     title_hashes: Vec<u64>,
     /// The terms' hashes and positions, sorted ([`sort_by_hash`]).
