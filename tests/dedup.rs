@@ -671,13 +671,28 @@ fn shares(out: &Path) -> std::collections::BTreeMap<(String, String), (f64, f64)
 /// the writer gave the dictionary up past its first MiB and wrote the rest
 /// of the hashes plain, eight bytes each (Heybox's 231,174 distinct terms:
 /// the term sets 21.8 MB instead of 11.8).
-#[test]
-fn term_sets_keep_their_dictionary_on_a_large_vocabulary() {
+/// The fingerprints file `neardup fingerprint` writes, under `dir`, for
+/// documents of `ids` and `texts` (an input of one Parquet file).
+fn fingerprints_of(dir: &Path, ids: Vec<String>, texts: Vec<String>) -> std::path::PathBuf {
     use datafusion::arrow::array::{RecordBatch, StringArray};
     use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false), Field::new("text", DataType::Utf8, false)]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(ids)), Arc::new(StringArray::from(texts))]).unwrap();
+    let input = dir.join("input.parquet");
+    let mut writer = datafusion::parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&input).unwrap(), schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let out = dir.join("out");
+    ok(&neardup(&["fingerprint", "-q", "--input", input.to_str().unwrap(), "--output", out.to_str().unwrap()]));
+    std::fs::read_dir(out.join("fingerprints")).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "parquet")).unwrap()
+}
+
+#[test]
+fn term_sets_keep_their_dictionary_on_a_large_vocabulary() {
     use datafusion::parquet::basic::PageType;
     use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
-    use std::sync::Arc;
 
     let dir = tempfile::tempdir().unwrap();
     let (documents, words_each, vocabulary) = (20_000usize, 50usize, 200_000usize);
@@ -685,16 +700,7 @@ fn term_sets_keep_their_dictionary_on_a_large_vocabulary() {
     let texts: Vec<String> = (0..documents)
         .map(|i| (0..words_each).map(|j| format!("w{}", (i * words_each + j * 4_001) % vocabulary)).collect::<Vec<_>>().join(" "))
         .collect();
-    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false), Field::new("text", DataType::Utf8, false)]));
-    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(ids)), Arc::new(StringArray::from(texts))]).unwrap();
-    let input = dir.path().join("vocabulary.parquet");
-    let mut writer = datafusion::parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&input).unwrap(), schema, None).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
-
-    let out = dir.path().join("out");
-    ok(&neardup(&["fingerprint", "-q", "--input", input.to_str().unwrap(), "--output", out.to_str().unwrap()]));
-    let file = std::fs::read_dir(out.join("fingerprints")).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "parquet")).unwrap();
+    let file = fingerprints_of(dir.path(), ids, texts);
     let reader = SerializedFileReader::new(std::fs::File::open(&file).unwrap()).unwrap();
     let group = reader.metadata().row_group(0);
     assert_eq!(group.num_rows(), documents as i64);
@@ -717,28 +723,16 @@ fn term_sets_keep_their_dictionary_on_a_large_vocabulary() {
 /// at a time; in the documents' order, every document once.
 #[test]
 fn long_documents_make_row_groups_of_bounded_text() {
-    use datafusion::arrow::array::{RecordBatch, StringArray};
-    use datafusion::arrow::datatypes::{DataType, Field, Schema};
     use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
-    use std::sync::Arc;
 
     let dir = tempfile::tempdir().unwrap();
     // Five documents of 2,000,000 characters: 4 a row group (2^23 / 2,000,000).
     let ids: Vec<String> = (0..5).map(|i| format!("d{i}")).collect();
     let texts: Vec<String> = (0..5).map(|i| format!("doc{i} ").repeat(400_000)).collect();
     assert!(texts.iter().all(|t| t.chars().count() == 2_000_000));
-    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Utf8, false), Field::new("text", DataType::Utf8, false)]));
-    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(ids.clone())), Arc::new(StringArray::from(texts))]).unwrap();
-    let input = dir.path().join("long.parquet");
-    let mut writer = datafusion::parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&input).unwrap(), schema, None).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
-
-    let out = dir.path().join("out");
-    ok(&neardup(&["fingerprint", "-q", "--input", input.to_str().unwrap(), "--output", out.to_str().unwrap()]));
-    let file = std::fs::read_dir(out.join("fingerprints")).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "parquet")).unwrap();
+    let file = fingerprints_of(dir.path(), ids.clone(), texts);
     let reader = SerializedFileReader::new(std::fs::File::open(&file).unwrap()).unwrap();
     let rows: Vec<i64> = reader.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
     assert_eq!(rows, vec![4, 1]);
-    assert_eq!(strings(&read_dir(&out.join("fingerprints")), "id"), ids);
+    assert_eq!(strings(&read_dir(file.parent().unwrap()), "id"), ids);
 }
