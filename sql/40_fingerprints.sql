@@ -28,19 +28,21 @@
 -- Row groups of at most 65,536 rows, and of about 2^23 characters of text
 -- ({{row_group_rows}}, stages.rs), let the later stages scan the table on
 -- every core, and bound what the writer holds: it keeps a row group whole
--- until it is written, and a group of long articles encoded at the end of
--- the statement was one core's work while the other waited (Heybox, 18,060
--- articles, one group of 30 MB: about 0.1 s of the statement's 0.45). Ids, fingerprints, MinHash keys, sketches and vectors are (nearly)
--- all distinct: a dictionary for them is built only to be given up, so they
--- are written plain (Weibo: the statement 2.44 → 2.15 s, the file 195 →
--- 183 MB; Heybox 44.8 → 43.9 MB). Term sets keep theirs: common terms
--- recur, and without it a Heybox file grew by 9 %. Its page may hold 8 MiB
--- (a million hashes), not Parquet's 1 MiB: past that the writer gives the
--- dictionary up and writes the rest of the row group's hashes plain, which
--- long articles reach (Heybox, 231,174 distinct terms in one row group: its
--- term sets 21.8 → 11.8 MB, the file 39.9 → 29.8 MB, the statement about a
--- tenth faster). A store's runs keep 1 MiB (storage/sorted.rs): a night
--- fetches their pages one by one, each with its row group's dictionary.
+-- until it is written, and one group of long articles was encoded and
+-- written at the end of the statement on one core while the other waited
+-- (Heybox, 18,060 articles in one group of 30 MB: the statement's median
+-- 334 ms, 299 ms in three groups). Ids, fingerprints, MinHash keys, sketches
+-- and vectors are (nearly) all distinct: a dictionary for them is built only
+-- to be given up, so they are written plain (Weibo: the statement 2.44 →
+-- 2.15 s, the file 195 → 183 MB; Heybox 44.8 → 43.9 MB). Term sets keep
+-- theirs: common terms recur, and without it a Heybox file grew by 9 %. Its
+-- page may hold 8 MiB (a million hashes), not Parquet's 1 MiB: past that the
+-- writer gives the dictionary up and writes the rest of the row group's
+-- hashes plain, which long articles reach (Heybox in one row group, 231,174
+-- distinct terms: its term sets 21.8 → 11.8 MB, the file 39.9 → 29.8 MB, the
+-- statement about a tenth faster). A store's runs keep 1 MiB
+-- (storage/sorted.rs): a night fetches their pages one by one, each with its
+-- row group's dictionary.
 COPY (
   SELECT source, id, simhash, n_terms, n_chars, term_set, {{minhash}} AS minhash, shingles, vector{{keep_key}}
   FROM (
