@@ -4,7 +4,7 @@
 use std::collections::hash_map::Entry;
 
 use super::learned_tags::{RecentFactors, Wanted, WordFacts};
-use super::{Analyzer, Mode, Token};
+use super::{recycle, Analyzer, Mode, Token};
 use crate::fingerprint::hash64;
 use crate::weight::TermFactors;
 
@@ -47,6 +47,8 @@ pub struct StatsScratch {
     /// The thread's recent words' facts (learned_tags.rs), taken at the
     /// first document that needs them.
     recent: Option<RecentFactors>,
+    /// The title's words, kept for its next document.
+    title_words: Vec<Token<'static>>,
 }
 
 /// The part-of-speech factor of docs/algorithm.md §3: nouns 3, verbs 2, anything else 1.
@@ -169,14 +171,29 @@ impl<'a> DocStats<'a> {
     /// not allocate and grow one per document.
     pub fn compute(
         analyzer: &'a Analyzer,
-        (text, title): (&'a str, Option<&'a str>),
+        doc: (&'a str, Option<&'a str>),
         (mode, with_pos): (Mode, bool),
-        (tokens, mut terms): (&mut Vec<Token<'a>>, Vec<TermStat<'a>>),
+        (tokens, terms): (&mut Vec<Token<'a>>, Vec<TermStat<'a>>),
         scratch: &mut StatsScratch,
     ) -> DocStats<'a> {
         tokens.clear();
-        let untagged = analyzer.words_untagged(text, mode, with_pos, tokens);
-        let StatsScratch { index, kept, chars, title_hashes, order, wanted, recent } = scratch;
+        let untagged = analyzer.words_untagged(doc.0, mode, with_pos, tokens);
+        Self::of_words(analyzer, doc, (mode, untagged), (tokens, terms), scratch)
+    }
+
+    /// The statistics of a document from its words (`tokens`), as
+    /// [`Analyzer::words_untagged`] cut them (`untagged` is its answer).
+    /// [`DocStats::compute`] cuts and counts a document; a caller that cuts
+    /// many documents before it counts any keeps each step's code in the
+    /// core's instruction cache.
+    pub fn of_words(
+        analyzer: &'a Analyzer,
+        (text, title): (&'a str, Option<&'a str>),
+        (mode, untagged): (Mode, bool),
+        (tokens, mut terms): (&[Token<'a>], Vec<TermStat<'a>>),
+        scratch: &mut StatsScratch,
+    ) -> DocStats<'a> {
+        let StatsScratch { index, kept, chars, title_hashes, order, wanted, recent, title_words } = scratch;
         index.clear();
         terms.clear();
         for token in tokens.iter() {
@@ -216,10 +233,11 @@ impl<'a> DocStats<'a> {
 
         title_hashes.clear();
         if let Some(title) = title.filter(|t| !t.is_empty()) {
-            tokens.clear();
-            analyzer.tokens(title, mode, false, tokens);
+            let mut tokens = recycle(std::mem::take(title_words));
+            analyzer.tokens(title, mode, false, &mut tokens);
             title_hashes.extend(tokens.iter().map(|t| hash64(t.term.as_bytes())));
             title_hashes.sort_unstable();
+            *title_words = recycle(tokens);
         }
 
         let (min, max) = (chars.iter().copied().min().unwrap_or(0), chars.iter().copied().max().unwrap_or(0));

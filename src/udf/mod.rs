@@ -179,6 +179,54 @@ mod tests {
     }
 
     #[test]
+    fn term_stats_of_a_batch_are_each_document_s_own() {
+        // Documents of about 40 words, so that a chunk of 256 rows is cut in
+        // several groups (term_stats.rs, GROUP_WORDS), with NULLs, titles and
+        // rows that repeat an earlier one: each row's statistics are those of
+        // its document alone.
+        let sentences = [
+            "小明硕士毕业于中国科学院计算所，后在日本京都大学深造。",
+            "韩冰冰和李易峰在2024年的Steam夏促买了《艾尔登法环》DLC，花了199.5元！",
+            "国家统计局今天发布了数据，国家统计局说数据是真实的。",
+            "我来到北京清华大学，他来到了网易杭研大厦。",
+            "工信处女干事每月经过下属科室都要亲口交代24口交换机等技术性器件的安装工作。",
+        ];
+        let rows = 700;
+        let text = |i: usize| match i % 97 {
+            13 => None,
+            50 => Some(format!("{}{}{}", sentences[0], 49, sentences[4])),
+            // Each ends with a word of its own.
+            _ => Some(format!("{}{}{}第{i}", sentences[i % 5], i, sentences[(i * 3 + 1) % 5])),
+        };
+        let title = |i: usize| (i % 3 == 0).then(|| sentences[(i + 2) % 5].to_string());
+        let texts: Vec<Option<String>> = (0..rows).map(text).collect();
+        let titles: Vec<Option<String>> = (0..rows).map(title).collect();
+        let stats = |texts: &[Option<String>], titles: &[Option<String>]| {
+            let n = texts.len();
+            let args = vec![
+                ColumnarValue::Array(Arc::new(StringViewArray::from(texts.to_vec()))),
+                ColumnarValue::Array(Arc::new(StringViewArray::from(titles.to_vec()))),
+            ];
+            call(&term_stats::TermStats::default(), args, n).into_array(n).unwrap()
+        };
+        let batch = stats(&texts, &titles);
+        let batch = batch.as_list::<i32>();
+        assert_eq!(batch.len(), rows);
+        // Distinct terms, fewer than the words cut: more than a group's
+        // words in each of the three chunks.
+        let terms: usize = (0..rows).filter(|&i| !batch.is_null(i)).map(|i| batch.value(i).len()).sum();
+        assert!(terms > 3 * 4096, "{terms} terms");
+        for i in 0..rows {
+            let alone = stats(&texts[i..=i], &titles[i..=i]);
+            let alone = alone.as_list::<i32>();
+            assert_eq!(batch.is_null(i), texts[i].is_none(), "row {i}");
+            if !batch.is_null(i) {
+                assert_eq!(&batch.value(i), &alone.value(0), "row {i}");
+            }
+        }
+    }
+
+    #[test]
     fn scalar_arguments_give_a_scalar() {
         let out = call(
             &hamming::Hamming::default(),

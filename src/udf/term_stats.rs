@@ -126,39 +126,76 @@ pub(super) fn analyze(args: &ScalarFunctionArgs, name: &str, with_sketches: bool
     let mut spare: Vec<Token> = Vec::new();
     let mut spare_terms: Vec<TermStat> = Vec::new();
     let mut scratch = StatsScratch::default();
+    let mut cut: Vec<(Range<usize>, bool)> = Vec::new();
     let (mut written, mut bytes) = (0usize, 0u64);
     for chunk in (0..rows).step_by(NORMALISED_ROWS).map(|start| start..rows.min(start + NORMALISED_ROWS)) {
         let batch = Normalised::of((&texts, &titles, chunk.clone()), &repeats, boilerplate.as_deref(), sketch_lists.as_mut(), name)?;
         bytes += batch.bytes;
-        for i in chunk {
-            let present = if let Some(first) = repeats[i].map(|j| j as usize) {
-                let terms = offsets[first] as usize..offsets[first + 1] as usize;
-                written += terms.len();
-                columns.repeat(terms);
-                true
-            } else if let Some(doc) = batch.get(i) {
-                let mut tokens = recycle(std::mem::take(&mut spare));
-                let terms = std::mem::take(&mut spare_terms);
-                let stats = DocStats::compute(&settings.analyzer, doc, (settings.mode, with_pos), (&mut tokens, terms), &mut scratch);
-                columns.push(&stats);
-                written += stats.terms.len();
-                spare_terms = stats.recycle();
-                spare = recycle(tokens);
-                true
-            } else {
-                false
-            };
-            valid.push(present);
-            let Ok(offset) = i32::try_from(written) else {
-                return exec_err!("{name}: more than 2^31 terms in one batch; lower datafusion.execution.batch_size");
-            };
-            offsets.push(offset);
+        let mut words = recycle(std::mem::take(&mut spare));
+        words.reserve(2 * GROUP_WORDS);
+        let mut group = chunk.start;
+        while group < chunk.end {
+            // Cut a group of documents, then count them: jieba-rs's code and
+            // the statistics' each stay in the core's instruction cache.
+            let end = cut_group((&settings, with_pos), &batch, (&repeats, group..chunk.end), &mut words, &mut cut);
+            let mut cut_docs = cut.iter();
+            for i in group..end {
+                let present = if let Some(first) = repeats[i].map(|j| j as usize) {
+                    let terms = offsets[first] as usize..offsets[first + 1] as usize;
+                    written += terms.len();
+                    columns.repeat(terms);
+                    true
+                } else if let Some(doc) = batch.get(i) {
+                    let (range, untagged) = cut_docs.next().expect("a document cut above").clone();
+                    let terms = std::mem::take(&mut spare_terms);
+                    let stats = DocStats::of_words(&settings.analyzer, doc, (settings.mode, untagged), (&words[range], terms), &mut scratch);
+                    columns.push(&stats);
+                    written += stats.terms.len();
+                    spare_terms = stats.recycle();
+                    true
+                } else {
+                    false
+                };
+                valid.push(present);
+                let Ok(offset) = i32::try_from(written) else {
+                    return exec_err!("{name}: more than 2^31 terms in one batch; lower datafusion.execution.batch_size");
+                };
+                offsets.push(offset);
+            }
+            group = end;
         }
+        spare = recycle(words);
     }
     let nulls = Some(NullBuffer::from(valid));
     let terms = ListArray::new(item_field(), OffsetBuffer::new(offsets.into()), Arc::new(columns.finish()), nulls.clone());
     crate::progress::add(rows as u64, bytes);
     Ok((terms, sketch_lists.map(|lists| lists.finish(nulls)), all_scalar))
+}
+
+/// Cut the documents of `batch` from the first of `rows` on, those that
+/// do not repeat an earlier row, until `words` holds [`GROUP_WORDS`] or the
+/// rows end; into `cut`, each one's range of `words` and whether its words
+/// are untagged ([`crate::text::Analyzer::words_untagged`]). Returns the
+/// row after the last one looked at.
+fn cut_group<'a>(
+    (settings, with_pos): (&'a TextSettings, bool),
+    batch: &'a Normalised,
+    (repeats, rows): (&[Option<u32>], Range<usize>),
+    words: &mut Vec<Token<'a>>,
+    cut: &mut Vec<(Range<usize>, bool)>,
+) -> usize {
+    words.clear();
+    cut.clear();
+    let mut end = rows.start;
+    while end < rows.end && words.len() < GROUP_WORDS {
+        if let (None, Some((text, _))) = (repeats[end], batch.get(end)) {
+            let start = words.len();
+            let untagged = settings.analyzer.words_untagged(text, settings.mode, with_pos, words);
+            cut.push((start..words.len(), untagged));
+        }
+        end += 1;
+    }
+    end
 }
 
 /// For each of `rows`, the first earlier row with the same text and title
@@ -193,6 +230,15 @@ fn earlier_copies(texts: &Strings, titles: &Strings, rows: usize) -> Vec<Option<
 /// rounds faster, by 4 % at the median; docs/performance.md). Few enough
 /// that long articles' normal forms stay in the cache too.
 const NORMALISED_ROWS: usize = 256;
+
+/// Words, at least, that `analyze` cuts before it counts any of them.
+/// Cutting a post and counting its words one after the other, jieba-rs's
+/// code and the statistics' pushed each other out of the core's
+/// instruction cache: cachegrind over Weibo's first 80,000 posts counted
+/// 6.0 million misses of its 32 KB, 2.3 million in groups of 4,096 words
+/// (and as many in groups of 16,384), for the same instructions. The
+/// group's words (32 bytes each) stay in the core's L2 cache.
+const GROUP_WORDS: usize = 4096;
 
 /// Some rows' texts and titles, stripped of boilerplate lines and
 /// normalised, one after another in one string.
