@@ -14,15 +14,18 @@
 //! add up, and of two terms under one hash (a 64-bit collision) the least
 //! is kept, as `min` keeps it.
 
+use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, ListArray, StringArray, StructArray, UInt64Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, ListArray, StringArray, StringBuilder, StructArray, UInt64Array};
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields, Int64Type, UInt64Type};
 use datafusion::common::{exec_err, plan_err, Result, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::{Accumulator, AggregateUDFImpl, Documentation, Signature, Volatility};
+
+use itertools::Itertools;
 
 use super::args::doc;
 use crate::text::HashKeyed;
@@ -150,9 +153,31 @@ impl AggregateUDFImpl for DocFrequencies {
     }
 }
 
+/// One aggregate state's entries (sorted by hash, as [`DfAccumulator`]
+/// gives them): its columns, shared with the batch of states it came in,
+/// and its rows' ranges of them.
+#[derive(Debug)]
+struct SortedStates {
+    hashes: UInt64Array,
+    terms: StringArray,
+    df: Int64Array,
+    rows: Vec<Range<usize>>,
+}
+
+impl SortedStates {
+    fn entries(&self, rows: Range<usize>) -> impl Iterator<Item = (u64, &str, i64)> + '_ {
+        rows.map(|j| (self.hashes.value(j), self.terms.value(j), self.df.value(j)))
+    }
+}
+
+/// Counts its rows' terms in a [`DfCounts`]; keeps the partial states it
+/// merges, each sorted by hash, and merges them in hash order at the end.
+/// Adding them to one hash table and sorting it ran on one core while the
+/// other waited (Heybox: 460,000 entries of two states, for 231,174 terms).
 #[derive(Debug, Default)]
 struct DfAccumulator {
     counts: DfCounts,
+    states: Vec<SortedStates>,
 }
 
 /// The `hash`, `term` (as Utf8) and, when `with_df`, `df` columns of a
@@ -174,52 +199,85 @@ fn columns(list: &ListArray, with_df: bool) -> Result<(UInt64Array, StringArray,
 }
 
 impl DfAccumulator {
-    /// Add every entry of the non-NULL rows of `list`: each counts one
-    /// document (a row's terms) or, `with_df`, its `df` (a partial state).
-    fn add(&mut self, list: &ListArray, with_df: bool) -> Result<()> {
-        let (hashes, terms, df) = columns(list, with_df)?;
+    /// Add every entry of the non-NULL rows of `list`, each counting one
+    /// document (a row's terms).
+    fn add(&mut self, list: &ListArray) -> Result<()> {
+        let (hashes, terms, _) = columns(list, false)?;
         let offsets = list.value_offsets();
         for row in (0..list.len()).filter(|&r| list.is_valid(r)) {
             for j in offsets[row] as usize..offsets[row + 1] as usize {
                 if hashes.is_null(j) || terms.is_null(j) {
                     return exec_err!("doc_frequencies: a term without a hash or text in row {row}");
                 }
-                self.counts.add(hashes.value(j), terms.value(j), df.as_ref().map_or(1, |d| d.value(j)));
+                self.counts.add(hashes.value(j), terms.value(j), 1);
             }
         }
         Ok(())
     }
 
-    /// The counts as one list: in hash order for the result, as they lie
-    /// for a partial state, which the merge adds up in any order.
-    fn list(&self, sorted: bool) -> ScalarValue {
-        let rows = if sorted { self.counts.sorted() } else { self.counts.rows() };
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
-        ];
+    /// Keep the non-NULL rows of `list`, partial states, to merge at the
+    /// end; a state not sorted by hash is added to the counts instead.
+    fn keep_states(&mut self, list: &ListArray) -> Result<()> {
+        let (hashes, terms, df) = columns(list, true)?;
+        let df = df.expect("asked for");
+        if hashes.null_count() + terms.null_count() + df.null_count() > 0 {
+            return exec_err!("doc_frequencies: a partial state with a term without a hash, text or count");
+        }
+        let offsets = list.value_offsets();
+        let mut sorted = Vec::new();
+        for row in (0..list.len()).filter(|&r| list.is_valid(r)) {
+            let range = offsets[row] as usize..offsets[row + 1] as usize;
+            match hashes.values()[range.clone()].is_sorted() {
+                true => sorted.push(range),
+                false => range.for_each(|j| self.counts.add(hashes.value(j), terms.value(j), df.value(j))),
+            }
+        }
+        self.states.push(SortedStates { hashes, terms, df, rows: sorted });
+        Ok(())
+    }
+
+    /// Everything counted and merged, as one list in hash order: the
+    /// counts' rows sorted, and the states', merged in order; the df of a
+    /// hash added up, the least of its terms kept.
+    fn list(&self) -> ScalarValue {
+        type Entries<'e> = Box<dyn Iterator<Item = (u64, &'e str, i64)> + 'e>;
+        let runs = self.states.iter().flat_map(|s| s.rows.iter().map(move |r| Box::new(s.entries(r.clone())) as Entries));
+        let counted = Box::new(self.counts.sorted().into_iter()) as Entries;
+        let merged = runs.chain(std::iter::once(counted)).kmerge_by(|a, b| a.0 < b.0);
+        let (mut hashes, mut terms, mut dfs) = (Vec::new(), StringBuilder::new(), Vec::new());
+        for (hash, group) in &merged.chunk_by(|e| e.0) {
+            // Strings order as their bytes do, as in `DfCounts::add`.
+            let (term, df) = group.fold((None, 0), |(least, n), (_, term, df)| (Some(least.map_or(term, |t: &str| t.min(term))), n + df));
+            hashes.push(hash);
+            terms.append_value(term.unwrap_or_default());
+            dfs.push(df);
+        }
+        let rows = hashes.len();
+        let columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(hashes)), Arc::new(terms.finish()), Arc::new(Int64Array::from(dfs))];
         let structs = StructArray::new(df_fields(), columns, None);
         let field = Arc::new(Field::new("item", DataType::Struct(df_fields()), true));
-        ScalarValue::List(Arc::new(ListArray::new(field, OffsetBuffer::from_lengths([rows.len()]), Arc::new(structs), None)))
+        ScalarValue::List(Arc::new(ListArray::new(field, OffsetBuffer::from_lengths([rows]), Arc::new(structs), None)))
     }
 }
 
 impl Accumulator for DfAccumulator {
     fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
-        self.add(values[0].as_list::<i32>(), false)
+        self.add(values[0].as_list::<i32>())
     }
     fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
-        self.add(states[0].as_list::<i32>(), true)
+        self.keep_states(states[0].as_list::<i32>())
     }
+    // A state is sorted by hash, so that the merge is a merge: the sort of
+    // each partition's terms runs on that partition's core.
     fn state(&mut self) -> Result<Vec<ScalarValue>> {
-        Ok(vec![self.list(false)])
+        Ok(vec![self.list()])
     }
     fn evaluate(&mut self) -> Result<ScalarValue> {
-        Ok(self.list(true))
+        Ok(self.list())
     }
     fn size(&self) -> usize {
-        std::mem::size_of_val(self) + self.counts.size()
+        let held = |s: &SortedStates| s.hashes.get_array_memory_size() + s.terms.get_array_memory_size() + s.df.get_array_memory_size();
+        std::mem::size_of_val(self) + self.counts.size() + self.states.iter().map(held).sum::<usize>()
     }
 }
 
@@ -239,6 +297,53 @@ mod tests {
         // Hash 9 holds three terms (a collision): the least of them stays.
         let least = ["天安门", "长城", "八达岭"].into_iter().min().unwrap();
         assert_eq!(counts.sorted(), vec![(7, "北京", 2), (8, "上海", 4), (9, least, 3)]);
+    }
+
+    /// One row of a state: a list of `entries`, in the order given.
+    fn state_of(entries: &[(u64, &str, i64)]) -> ArrayRef {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(UInt64Array::from_iter_values(entries.iter().map(|e| e.0))),
+            Arc::new(StringArray::from_iter_values(entries.iter().map(|e| e.1))),
+            Arc::new(Int64Array::from_iter_values(entries.iter().map(|e| e.2))),
+        ];
+        let structs = StructArray::new(df_fields(), columns, None);
+        let field = Arc::new(Field::new("item", DataType::Struct(df_fields()), true));
+        Arc::new(ListArray::new(field, OffsetBuffer::from_lengths([entries.len()]), Arc::new(structs), None))
+    }
+
+    fn entries(list: ScalarValue) -> Vec<(u64, String, i64)> {
+        let ScalarValue::List(list) = list else { panic!("a list") };
+        let (h, t, n) = columns(&list, true).unwrap();
+        let n = n.unwrap();
+        (0..h.len()).map(|j| (h.value(j), t.value(j).to_string(), n.value(j))).collect()
+    }
+
+    #[test]
+    fn states_merge_in_hash_order_sorted_or_not() {
+        // Two partitions' states (sorted by hash, as `state` gives them),
+        // one not sorted (added up in the counts) and the accumulator's own
+        // rows: the counts of all of them, the least term of each hash.
+        let mut parts = Vec::new();
+        for rows in [&[(9, "天安门"), (7, "北京"), (3, "长城")][..], &[(7, "北京"), (9, "八达岭"), (5, "上海")][..]] {
+            let mut part = DfAccumulator::default();
+            for &(hash, term) in rows {
+                part.add(state_of(&[(hash, term, 1)]).as_list::<i32>()).unwrap();
+            }
+            let state = part.state().unwrap().remove(0);
+            assert!(entries(state.clone()).is_sorted_by_key(|e| e.0));
+            parts.push(state.to_array().unwrap());
+        }
+        parts.push(state_of(&[(9, "八达岭", 2), (1, "上海", 4), (7, "北京", 1)]));
+        let mut last = DfAccumulator::default();
+        last.add(state_of(&[(5, "上海", 1), (11, "广州", 1)]).as_list::<i32>()).unwrap();
+        for state in &parts {
+            last.merge_batch(std::slice::from_ref(state)).unwrap();
+        }
+        let least = "八达岭".min("天安门").to_string();
+        let expected: Vec<(u64, String, i64)> =
+            vec![(1, "上海".into(), 4), (3, "长城".into(), 1), (5, "上海".into(), 2), (7, "北京".into(), 3), (9, least, 4), (11, "广州".into(), 1)];
+        assert_eq!(entries(last.evaluate().unwrap()), expected);
+        assert_eq!(entries(last.state().unwrap().remove(0)), expected);
     }
 
     #[tokio::test]
