@@ -218,8 +218,9 @@ impl DfAccumulator {
     /// Keep the non-NULL rows of `list`, partial states, to merge at the
     /// end; a state not sorted by hash is added to the counts instead.
     fn keep_states(&mut self, list: &ListArray) -> Result<()> {
-        let (hashes, terms, df) = columns(list, true)?;
-        let df = df.expect("asked for");
+        let (hashes, terms, Some(df)) = columns(list, true)? else {
+            return exec_err!("doc_frequencies: a partial state without counts");
+        };
         if hashes.null_count() + terms.null_count() + df.null_count() > 0 {
             return exec_err!("doc_frequencies: a partial state with a term without a hash, text or count");
         }
