@@ -665,12 +665,6 @@ fn shares(out: &Path) -> std::collections::BTreeMap<(String, String), (f64, f64)
         .collect()
 }
 
-/// The fingerprints' term sets keep their dictionary on a vocabulary larger
-/// than Parquet's default dictionary page (1 MiB, 131,072 hashes): 200,000
-/// words, each in five documents, all in one row group. With the default
-/// the writer gave the dictionary up past its first MiB and wrote the rest
-/// of the hashes plain, eight bytes each (Heybox's 231,174 distinct terms:
-/// the term sets 21.8 MB instead of 11.8).
 /// The fingerprints file `neardup fingerprint` writes, under `dir`, for
 /// documents of `ids` and `texts` (an input of one Parquet file).
 fn fingerprints_of(dir: &Path, ids: Vec<String>, texts: Vec<String>) -> std::path::PathBuf {
@@ -689,6 +683,12 @@ fn fingerprints_of(dir: &Path, ids: Vec<String>, texts: Vec<String>) -> std::pat
     std::fs::read_dir(out.join("fingerprints")).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "parquet")).unwrap()
 }
 
+/// The fingerprints' term sets keep their dictionary on a vocabulary larger
+/// than Parquet's default dictionary page (1 MiB, 131,072 hashes): 200,000
+/// words, each in five documents, all in one row group. With the default
+/// the writer gave the dictionary up past its first MiB and wrote the rest
+/// of the hashes plain, eight bytes each (Heybox's 231,174 distinct terms:
+/// the term sets 21.8 MB instead of 11.8).
 #[test]
 fn term_sets_keep_their_dictionary_on_a_large_vocabulary() {
     use datafusion::parquet::basic::PageType;

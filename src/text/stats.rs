@@ -28,7 +28,7 @@ pub struct DocStats<'a> {
 
 type HashIndex = super::HashKeyed<usize>;
 
-/// Buffers [`DocStats::compute`] reuses document after document, so that
+/// Buffers [`DocStats::of_words`] reuses document after document, so that
 /// a corpus of short posts does not allocate and grow them per post.
 #[derive(Default)]
 pub struct StatsScratch {
