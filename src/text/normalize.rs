@@ -74,7 +74,10 @@ enum Class {
 
 /// The length and [`Class`] of the character that starts at byte `i` of
 /// `bytes` (a `str`'s), or `None` at the end.
-#[inline]
+///
+/// Always inlined: `#[inline]` left it a call for every character of
+/// [`Writer::copy_plain`], whose answer came back through memory.
+#[inline(always)]
 fn classify(bytes: &[u8], i: usize) -> Option<(usize, Class)> {
     let b = *bytes.get(i)?;
     if b < 0x80 {
