@@ -13,6 +13,9 @@
 //! normalised text); `words` (the analyzer's words, untagged, as the
 //! statement cuts them); `stats` (the term statistics of those words, POS
 //! factors learned once a word). `words` + `stats` is `DocStats::compute`.
+//! The analyzer keeps the tags it learns, so `stats`' first round learns
+//! every new word's and the later ones find them: with three rounds or
+//! more its median is of the counting alone.
 
 use std::hint::black_box;
 use std::time::Instant;
