@@ -104,6 +104,14 @@ fn df_list() -> DataType {
     DataType::new_list(DataType::Struct(df_fields()), true)
 }
 
+/// A list of one row whose entries are `columns` (hash, term, df): a
+/// partial state or the result.
+fn one_row_list(columns: Vec<ArrayRef>) -> ListArray {
+    let structs = StructArray::new(df_fields(), columns, None);
+    let field = Arc::new(Field::new("item", DataType::Struct(df_fields()), true));
+    ListArray::new(field, OffsetBuffer::from_lengths([structs.len()]), Arc::new(structs), None)
+}
+
 /// Whether `t` is a list of structs with a `hash` and a `term`.
 fn is_terms(t: &DataType) -> bool {
     match t {
@@ -253,11 +261,8 @@ impl DfAccumulator {
             terms.append_value(term.unwrap_or_default());
             dfs.push(df);
         }
-        let rows = hashes.len();
         let columns: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from(hashes)), Arc::new(terms.finish()), Arc::new(Int64Array::from(dfs))];
-        let structs = StructArray::new(df_fields(), columns, None);
-        let field = Arc::new(Field::new("item", DataType::Struct(df_fields()), true));
-        ScalarValue::List(Arc::new(ListArray::new(field, OffsetBuffer::from_lengths([rows]), Arc::new(structs), None)))
+        ScalarValue::List(Arc::new(one_row_list(columns)))
     }
 }
 
@@ -307,9 +312,7 @@ mod tests {
             Arc::new(StringArray::from_iter_values(entries.iter().map(|e| e.1))),
             Arc::new(Int64Array::from_iter_values(entries.iter().map(|e| e.2))),
         ];
-        let structs = StructArray::new(df_fields(), columns, None);
-        let field = Arc::new(Field::new("item", DataType::Struct(df_fields()), true));
-        Arc::new(ListArray::new(field, OffsetBuffer::from_lengths([entries.len()]), Arc::new(structs), None))
+        Arc::new(one_row_list(columns))
     }
 
     fn entries(list: ScalarValue) -> Vec<(u64, String, i64)> {
