@@ -56,12 +56,12 @@ impl<'a> Strings<'a> {
         }
     }
 
-    #[inline]
     /// The bytes of the values of the first `rows` rows (a NULL has none).
     pub fn bytes(&self, rows: usize) -> usize {
         (0..rows).filter_map(|i| self.get(i)).map(str::len).sum()
     }
 
+    #[inline]
     pub fn get(&self, i: usize) -> Option<&'a str> {
         match self {
             Strings::Utf8(a) => a.is_valid(i).then(|| a.value(i)),
