@@ -338,7 +338,7 @@ impl Default for TermStats {
 /// was copied into a new block a few times a batch, and those copies' writes
 /// pushed jieba-rs's tables out of the core's L2 cache between two groups of
 /// cuts (cachegrind, Heybox's first 1,500 articles: the statement's L2 misses
-/// 3.49 → 3.05 million, jieba-rs's prefix walk's 908 → 853 thousand).
+/// 3.49 → 3.06 million, jieba-rs's prefix walk's 908 → 854 thousand).
 struct Columns {
     term_bytes: Vec<u8>,
     /// Where each term ends in `term_bytes`, after a first 0: Arrow's offsets.
