@@ -339,6 +339,12 @@ impl Default for TermStats {
 /// pushed jieba-rs's tables out of the core's L2 cache between two groups of
 /// cuts (cachegrind, Heybox's first 1,500 articles: the statement's L2 misses
 /// 3.49 → 3.06 million, jieba-rs's prefix walk's 908 → 854 thousand).
+/// The most text [`Columns::with_room`] makes room for. The room is about
+/// 18 bytes a byte of text: 18 MiB of address space for the job's batches
+/// of about 1 MiB of text (`job::footprint`), at most 148 MiB for a larger
+/// batch of `neardup sql`, which grows past it.
+const MAX_ROOM_BYTES: usize = 1 << 23;
+
 struct Columns {
     term_bytes: Vec<u8>,
     /// Where each term ends in `term_bytes`, after a first 0: Arrow's offsets.
@@ -356,8 +362,10 @@ impl Columns {
     /// Columns with room for the terms of texts of `text_bytes` bytes: at
     /// most one term for every two bytes (a word of one character and a
     /// space, or one Chinese character) and all of their bytes. The room a
-    /// batch does not use is never written, so it takes address space only.
+    /// batch does not use is never written, so it takes address space only;
+    /// it stops at [`MAX_ROOM_BYTES`] of text, past which the columns grow.
     fn with_room(text_bytes: usize) -> Columns {
+        let text_bytes = text_bytes.min(MAX_ROOM_BYTES);
         let terms = text_bytes / 2;
         let mut term_ends = Vec::with_capacity(terms + 1);
         term_ends.push(0);
@@ -555,5 +563,8 @@ mod tests {
             assert!(strings.get_buffer_memory_size() < 64 + 64 + 64, "{} bytes held", strings.get_buffer_memory_size());
             assert!(hashes.get_buffer_memory_size() <= 10 * 8 + 64, "{} bytes held", hashes.get_buffer_memory_size());
         }
+        // A batch of a GiB of text asks for room for 8 MiB of it, no more.
+        let large = Columns::with_room(1 << 30);
+        assert!(large.term_bytes.capacity() < 2 * MAX_ROOM_BYTES && large.hash.capacity() < MAX_ROOM_BYTES);
     }
 }
