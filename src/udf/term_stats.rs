@@ -325,6 +325,12 @@ impl Default for TermStats {
     }
 }
 
+/// The most text [`Columns::with_room`] makes room for. The room is about
+/// 18 bytes a byte of text: 18 MiB of address space for the job's batches
+/// of about 1 MiB of text (`job::footprint`), at most 148 MiB for a larger
+/// batch of `neardup sql`, which grows past it.
+const MAX_ROOM_BYTES: usize = 1 << 23;
+
 /// The term statistics of a batch, column by column. The numbers go into
 /// plain vectors, made arrays without a copy: a builder per column checks
 /// and grows a validity bitmap for every value of fields that are never
@@ -339,12 +345,6 @@ impl Default for TermStats {
 /// pushed jieba-rs's tables out of the core's L2 cache between two groups of
 /// cuts (cachegrind, Heybox's first 1,500 articles: the statement's L2 misses
 /// 3.49 → 3.06 million, jieba-rs's prefix walk's 908 → 854 thousand).
-/// The most text [`Columns::with_room`] makes room for. The room is about
-/// 18 bytes a byte of text: 18 MiB of address space for the job's batches
-/// of about 1 MiB of text (`job::footprint`), at most 148 MiB for a larger
-/// batch of `neardup sql`, which grows past it.
-const MAX_ROOM_BYTES: usize = 1 << 23;
-
 struct Columns {
     term_bytes: Vec<u8>,
     /// Where each term ends in `term_bytes`, after a first 0: Arrow's offsets.
