@@ -124,12 +124,14 @@ pub(super) fn analyze(args: &ScalarFunctionArgs, name: &str, with_sketches: bool
     let mut valid = Vec::with_capacity(rows);
     let mut sketch_lists = with_sketches.then(|| SketchLists::new(rows));
     let mut spare: Vec<Token> = Vec::new();
+    let mut spare_text = String::new();
     let mut spare_terms: Vec<TermStat> = Vec::new();
     let mut scratch = StatsScratch::default();
     let mut cut: Vec<(Range<usize>, bool)> = Vec::new();
     let (mut written, mut bytes) = (0usize, 0u64);
     for chunk in (0..rows).step_by(NORMALISED_ROWS).map(|start| start..rows.min(start + NORMALISED_ROWS)) {
-        let batch = Normalised::of((&texts, &titles, chunk.clone()), &repeats, boilerplate.as_deref(), sketch_lists.as_mut(), name)?;
+        let inputs = (&texts, &titles, chunk.clone());
+        let batch = Normalised::of(inputs, &repeats, boilerplate.as_deref(), (sketch_lists.as_mut(), std::mem::take(&mut spare_text)), name)?;
         bytes += batch.bytes;
         let mut words = recycle(std::mem::take(&mut spare));
         words.reserve(2 * GROUP_WORDS);
@@ -165,6 +167,7 @@ pub(super) fn analyze(args: &ScalarFunctionArgs, name: &str, with_sketches: bool
             group = end;
         }
         spare = recycle(words);
+        spare_text = batch.text;
     }
     let nulls = Some(NullBuffer::from(valid));
     let terms = ListArray::new(item_field(), OffsetBuffer::new(offsets.into()), Arc::new(columns.finish()), nulls.clone());
@@ -256,14 +259,24 @@ impl Normalised {
     /// The `rows` of `texts` and `titles` normalised and, given the lists, sketched.
     /// Rows that `repeats` marks as copies of earlier ones are counted but
     /// neither normalised nor sketched again: they take the earlier sketch.
+    /// `text` is the string of the last rows, emptied and used again, with
+    /// room made at once for as many bytes as the rows' texts and titles
+    /// (their normal forms are about as long). Made anew and grown by
+    /// doubling, each chunk's string was copied at every doubling: 94,000
+    /// of the statement's 2.26 million L2 write misses (cachegrind, Heybox's
+    /// first 1,500 articles; docs/performance.md).
     fn of(
         (texts, titles, rows): (&Strings, &Strings, Range<usize>),
         repeats: &[Option<u32>],
         boilerplate: Option<&HashSet<u64>>,
-        mut sketches: Option<&mut SketchLists>,
+        (mut sketches, mut text): (Option<&mut SketchLists>, String),
         name: &str,
     ) -> Result<Normalised> {
-        let mut batch = Normalised { first: rows.start, text: String::new(), docs: Vec::with_capacity(rows.len()), bytes: 0 };
+        let new = |i: &usize| repeats[*i].is_none();
+        let bytes: usize = rows.clone().filter(new).map(|i| texts.get(i).map_or(0, str::len) + titles.get(i).map_or(0, str::len)).sum();
+        text.clear();
+        text.reserve(bytes);
+        let mut batch = Normalised { first: rows.start, text, docs: Vec::with_capacity(rows.len()), bytes: 0 };
         let (mut buf, mut line_buf, mut stripped) = (String::new(), String::new(), String::new());
         let (mut sketcher, mut sketch) = (Sketcher::default(), Vec::new());
         for i in rows {
