@@ -16,6 +16,12 @@
 //! The analyzer keeps the tags it learns, so `stats`' first round learns
 //! every new word's and the later ones find them: with three rounds or
 //! more its median is of the counting alone.
+//!
+//! `per_text_over_tag` is the four steps every document needs together
+//! (`normalize`, `sketch`, `words`, `stats`) over `tag`: the least a
+//! segmentation statement can cost against raw jieba-rs, before anything
+//! around them. Run one round for the figure with the tags learned, as a
+//! job learns them (docs/performance.md, "What the per-core targets leave").
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -80,6 +86,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         })),
     ];
     let mut results = Vec::new();
+    let mut medians = std::collections::HashMap::new();
     for (name, step) in &mut steps {
         let mut seconds: Vec<f64> = (0..rounds.max(1))
             .map(|_| {
@@ -90,8 +97,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         seconds.sort_by(f64::total_cmp);
         let median = seconds[seconds.len() / 2];
+        medians.insert(*name, median);
         results.push(format!(r#""{name}": {{"seconds": {median:.3}, "ns_per_char": {:.2}}}"#, median * 1e9 / chars.max(1) as f64));
     }
+    let per_text: f64 = ["normalize", "sketch", "words", "stats"].iter().map(|s| medians[s]).sum();
+    results.push(format!(r#""per_text_over_tag": {:.3}"#, per_text / medians["tag"].max(f64::MIN_POSITIVE)));
     println!(r#"{{"file": {path:?}, "column": {column:?}, "documents": {}, "chars": {chars}, "rounds": {rounds}, {}}}"#, texts.len(), results.join(", "));
     Ok(())
 }
