@@ -56,9 +56,9 @@ impl<'a> Strings<'a> {
         }
     }
 
-    /// The bytes of the values of the first `rows` rows (a NULL has none).
-    pub fn bytes(&self, rows: usize) -> usize {
-        (0..rows).filter_map(|i| self.get(i)).map(str::len).sum()
+    /// The bytes of the values of `rows` (a NULL has none).
+    pub fn bytes(&self, rows: impl IntoIterator<Item = usize>) -> usize {
+        rows.into_iter().filter_map(|i| self.get(i)).map(str::len).sum()
     }
 
     #[inline]

@@ -118,7 +118,7 @@ pub(super) fn analyze(args: &ScalarFunctionArgs, name: &str, with_sketches: bool
     let titles = Strings::try_new(&arrays[1], name, "title")?;
     let rows = arrays[0].len();
     let repeats = earlier_copies(&texts, &titles, rows);
-    let mut columns = Columns::with_room(texts.bytes(rows));
+    let mut columns = Columns::with_room(texts.bytes(0..rows));
     let mut offsets = Vec::with_capacity(rows + 1);
     offsets.push(0i32);
     let mut valid = Vec::with_capacity(rows);
@@ -272,10 +272,9 @@ impl Normalised {
         (mut sketches, mut text): (Option<&mut SketchLists>, String),
         name: &str,
     ) -> Result<Normalised> {
-        let new = |i: &usize| repeats[*i].is_none();
-        let bytes: usize = rows.clone().filter(new).map(|i| texts.get(i).map_or(0, str::len) + titles.get(i).map_or(0, str::len)).sum();
+        let new = || rows.clone().filter(|&i| repeats[i].is_none());
         text.clear();
-        text.reserve(bytes);
+        text.reserve(texts.bytes(new()) + titles.bytes(new()));
         let mut batch = Normalised { first: rows.start, text, docs: Vec::with_capacity(rows.len()), bytes: 0 };
         let (mut buf, mut line_buf, mut stripped) = (String::new(), String::new(), String::new());
         let (mut sketcher, mut sketch) = (Sketcher::default(), Vec::new());
