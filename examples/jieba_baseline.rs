@@ -9,12 +9,18 @@
 //! ```
 //!
 //! `JIEBA_BASELINE_WARMUP=N` tags the first N texts before timing (100 by
-//! default).
+//! default). `JIEBA_BASELINE_THREADS=N` segments on N threads at once (1 by
+//! default), each taking the next 64 texts as it finishes its last: raw
+//! jieba-rs on all of a machine's cores, which a run of neardup on all of
+//! them is compared with. On this project's 2-core machines the two cores
+//! slow each other's dictionary walks down, so `tag` on both is not twice
+//! `tag` on one.
 //!
 //! The benchmark suite (`bench/perf/run.py`) runs it beside neardup.
 
 use std::fs::File;
 use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use arrow::array::{Array, AsArray};
@@ -49,7 +55,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     for text in texts.iter().take(warm_up) {
         black_box(jieba.tag(text, true));
     }
-    let modes: [(&str, &dyn Fn(&str) -> usize); 3] = [
+    let threads: usize = match std::env::var("JIEBA_BASELINE_THREADS") {
+        Ok(n) => n.parse().ok().filter(|&n| n > 0).ok_or(format!("JIEBA_BASELINE_THREADS '{n}' is not a positive number"))?,
+        Err(_) => 1,
+    };
+    let modes: [(&str, &(dyn Fn(&str) -> usize + Sync)); 3] = [
         ("cut", &|t| jieba.cut(t, true).len()),
         ("tag", &|t| jieba.tag(t, true).len()),
         ("cut_all", &|t| jieba.cut_all(t).len()),
@@ -57,7 +67,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut results = Vec::new();
     for (name, segment) in modes {
         let started = Instant::now();
-        let words: usize = texts.iter().map(|t| black_box(segment(t))).sum();
+        let words = on_threads(&texts, threads, segment);
         let seconds = started.elapsed().as_secs_f64();
         results.push(format!(
             r#""{name}": {{"seconds": {seconds:.3}, "mb_per_s": {:.2}, "words": {words}}}"#,
@@ -65,13 +75,37 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     println!(
-        r#"{{"file": {:?}, "column": {:?}, "documents": {}, "bytes": {bytes}, "threads": 1, {}}}"#,
+        r#"{{"file": {:?}, "column": {:?}, "documents": {}, "bytes": {bytes}, "threads": {threads}, {}}}"#,
         path,
         column,
         texts.len(),
         results.join(", ")
     );
     Ok(())
+}
+
+/// The words `segment` finds in all `texts`, on `threads` threads that
+/// take the texts 64 at a time, in turn.
+fn on_threads(texts: &[String], threads: usize, segment: &(dyn Fn(&str) -> usize + Sync)) -> usize {
+    const TAKE: usize = 64;
+    if threads == 1 {
+        return texts.iter().map(|t| black_box(segment(t))).sum();
+    }
+    let next = AtomicUsize::new(0);
+    let worker = || {
+        let mut words = 0;
+        loop {
+            let from = next.fetch_add(TAKE, Ordering::Relaxed);
+            if from >= texts.len() {
+                return words;
+            }
+            words += texts[from..(from + TAKE).min(texts.len())].iter().map(|t| black_box(segment(t))).sum::<usize>();
+        }
+    };
+    std::thread::scope(|scope| {
+        let running: Vec<_> = (0..threads).map(|_| scope.spawn(worker)).collect();
+        running.into_iter().map(|t| t.join().expect("a segmenting thread panicked")).sum()
+    })
 }
 
 /// The non-null values of `column`, at most `max_docs` of them.
