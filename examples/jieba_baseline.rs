@@ -10,11 +10,11 @@
 //!
 //! `JIEBA_BASELINE_WARMUP=N` tags the first N texts before timing (100 by
 //! default). `JIEBA_BASELINE_THREADS=N` segments on N threads at once (1 by
-//! default), each taking the next 64 texts as it finishes its last: raw
-//! jieba-rs on all of a machine's cores, which a run of neardup on all of
-//! them is compared with. On this project's 2-core machines the two cores
-//! slow each other's dictionary walks down, so `tag` on both is not twice
-//! `tag` on one.
+//! default), each taking the next 64 texts as it finishes its last, and
+//! gives the MB/s of them all: raw jieba-rs on all of a machine's cores,
+//! which a run of neardup on all of them is compared with. It is measured,
+//! not inferred from one core: cores share caches, memory and, on a virtual
+//! machine, a host, and the two figures do not stay a fixed factor apart.
 //!
 //! The benchmark suite (`bench/perf/run.py`) runs it beside neardup.
 

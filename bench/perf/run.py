@@ -349,9 +349,8 @@ class Suite:
         rows = []
         for name, path, text, title in datasets:
             # As in `fingerprint`: jieba-rs, then neardup, round after round.
-            # `tag` on all cores too: what the issue's "raw jieba-rs on the 2
-            # cores" means. The cores share caches and memory, so it is not
-            # `tag` on one core times the cores (docs/performance.md).
+            # `tag` on all cores too: raw jieba-rs run as neardup runs, which
+            # is not `tag` on one core times the cores (docs/performance.md).
             rounds = []
             for _ in range(self.args.rounds):
                 jieba = self.jieba(path, text)
