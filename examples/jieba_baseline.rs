@@ -20,13 +20,13 @@
 
 use std::fs::File;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use arrow::array::{Array, AsArray};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use jieba_rs::Jieba;
+use neardup::parallel::claimed;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 fn main() {
@@ -56,7 +56,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         black_box(jieba.tag(text, true));
     }
     let threads: usize = match std::env::var("JIEBA_BASELINE_THREADS") {
-        Ok(n) => n.parse().ok().filter(|&n| n > 0).ok_or(format!("JIEBA_BASELINE_THREADS '{n}' is not a positive number"))?,
+        Ok(n) => n.parse().ok().filter(|&n| n > 0).ok_or_else(|| format!("JIEBA_BASELINE_THREADS '{n}' is not a positive number"))?,
         Err(_) => 1,
     };
     let modes: [(&str, &(dyn Fn(&str) -> usize + Sync)); 3] = [
@@ -87,25 +87,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// The words `segment` finds in all `texts`, on `threads` threads that
 /// take the texts 64 at a time, in turn.
 fn on_threads(texts: &[String], threads: usize, segment: &(dyn Fn(&str) -> usize + Sync)) -> usize {
-    const TAKE: usize = 64;
-    if threads == 1 {
-        return texts.iter().map(|t| black_box(segment(t))).sum();
-    }
-    let next = AtomicUsize::new(0);
-    let worker = || {
-        let mut words = 0;
-        loop {
-            let from = next.fetch_add(TAKE, Ordering::Relaxed);
-            if from >= texts.len() {
-                return words;
-            }
-            words += texts[from..(from + TAKE).min(texts.len())].iter().map(|t| black_box(segment(t))).sum::<usize>();
-        }
-    };
-    std::thread::scope(|scope| {
-        let running: Vec<_> = (0..threads).map(|_| scope.spawn(worker)).collect();
-        running.into_iter().map(|t| t.join().expect("a segmenting thread panicked")).sum()
-    })
+    let parts: Vec<&[String]> = texts.chunks(64).collect();
+    claimed(parts, threads, |part| part.iter().map(|t| black_box(segment(t))).sum::<usize>()).into_iter().sum()
 }
 
 /// The non-null values of `column`, at most `max_docs` of them.
