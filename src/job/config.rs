@@ -519,7 +519,8 @@ impl JobSpec {
         // stages before segmentation, which waits for it
         // (Job::analyzer_ready): a bad path is reported there, not from deep
         // inside a query.
-        Analyzer::build_in_background(&self.fingerprint.analyzer_options().to_options_string());
+        let tags = self.fingerprint.weighting.needs_pos() && tokenizer == Mode::Precise;
+        Analyzer::build_in_background(&self.fingerprint.analyzer_options().to_options_string(), tags);
         if let (Some(a), Some(b)) = (&self.fingerprint.idf_model, &self.fingerprint.save_idf_model) {
             return Err(Error::input(format!(
                 "both idf_model ('{a}') and save_idf_model ('{b}') are set: load a model or save one, not both"
