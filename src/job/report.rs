@@ -213,14 +213,23 @@ async fn draw(ctx: &SessionContext, summary: &Summary, mut notes: Vec<String>) -
     let store = summary.store.is_some();
     collect(ctx, &format!("CREATE OR REPLACE VIEW report_clusters AS {}", if store { STORE_CLUSTERS } else { CLUSTERS })).await?;
     let mut report = brief(summary);
-    report.hamming = hamming(ctx).await?;
-    report.similarity = similarity(ctx, summary).await?;
-    report.cluster_sizes = cluster_sizes(ctx).await?;
-    if summary.inputs.len() > 1 {
-        report.matrix = Some(matrix(ctx, summary).await?);
-    }
-    let (largest, sampled) = chosen_clusters(ctx).await?;
-    let members = members(ctx, largest.iter().chain(&sampled)).await?;
+    // The report's queries read the finished tables and none reads what
+    // another makes, so they run at once: one after another, each small one
+    // left a core idle (Weibo: about 0.1 s of queries at one busy core).
+    let matrix = async {
+        match summary.inputs.len() > 1 {
+            true => matrix(ctx, summary).await.map(Some),
+            false => Ok(None),
+        }
+    };
+    let shown = async {
+        let (largest, sampled) = chosen_clusters(ctx).await?;
+        let members = members(ctx, largest.iter().chain(&sampled)).await?;
+        Ok((largest, sampled, members))
+    };
+    let (hamming, similarity, cluster_sizes, matrix, (largest, sampled, members)) =
+        futures::try_join!(hamming(ctx), similarity(ctx, summary), cluster_sizes(ctx), matrix, shown)?;
+    (report.hamming, report.similarity, report.cluster_sizes, report.matrix) = (hamming, similarity, cluster_sizes, matrix);
     report.largest = largest.iter().map(|c| members.cluster(c)).collect();
     report.sampled = sampled.iter().map(|c| members.cluster(c)).collect();
     if let Some(s) = &summary.store {
@@ -431,8 +440,7 @@ async fn members(ctx: &SessionContext, clusters: impl Iterator<Item = &(String, 
         by_cluster.entry(row[0].text().unwrap_or_default().to_string()).or_default().push(member);
     }
     register_shown(ctx, &by_cluster).await?;
-    let texts = texts(ctx, &by_cluster).await?;
-    let links = links(ctx).await?;
+    let (texts, links) = futures::try_join!(texts(ctx, &by_cluster), links(ctx))?;
     for m in by_cluster.values_mut().flatten() {
         let key = (m.source.clone(), m.id.clone());
         m.text = texts.get(&key).cloned();
@@ -492,12 +500,21 @@ async fn links(ctx: &SessionContext) -> Result<BTreeMap<(String, String), Link>>
         true => ("p.shared_a", "p.shared_b"),
         false => ("CAST(NULL AS DOUBLE)", "CAST(NULL AS DOUBLE)"),
     };
+    // Each member's nearest partner is chosen here, not in the client: the
+    // anchor of a cluster of copies is in a pair with every other copy
+    // (Weibo: 64,493 rows for the members shown, turned into values one by
+    // one), and only one of them is shown.
     let sql = format!(
-        "SELECT m.source, m.id, CAST(p.source_b AS VARCHAR), p.id_b, CAST(p.hamming AS BIGINT), p.similarity, {a}, {b}
-         FROM pairs p JOIN report_members m ON CAST(p.source_a AS VARCHAR) = m.source AND p.id_a = m.id
-         UNION ALL
-         SELECT m.source, m.id, CAST(p.source_a AS VARCHAR), p.id_a, CAST(p.hamming AS BIGINT), p.similarity, {b}, {a}
-         FROM pairs p JOIN report_members m ON CAST(p.source_b AS VARCHAR) = m.source AND p.id_b = m.id"
+        "SELECT s, i, ps, pi, h, similarity, shared, partner_shared FROM (
+           SELECT *, row_number() OVER (PARTITION BY s, i ORDER BY h, ps || ' / ' || pi) AS nearest FROM (
+             SELECT m.source AS s, m.id AS i, CAST(p.source_b AS VARCHAR) AS ps, p.id_b AS pi, CAST(p.hamming AS BIGINT) AS h,
+                    p.similarity, {a} AS shared, {b} AS partner_shared
+             FROM pairs p JOIN report_members m ON CAST(p.source_a AS VARCHAR) = m.source AND p.id_a = m.id
+             UNION ALL
+             SELECT m.source, m.id, CAST(p.source_a AS VARCHAR), p.id_a, CAST(p.hamming AS BIGINT), p.similarity, {b}, {a}
+             FROM pairs p JOIN report_members m ON CAST(p.source_b AS VARCHAR) = m.source AND p.id_b = m.id)
+           WHERE ps IS NOT NULL AND pi IS NOT NULL AND h IS NOT NULL)
+         WHERE nearest = 1"
     );
     let mut links: BTreeMap<(String, String), (i64, String, Link)> = BTreeMap::new();
     for r in rows(&collect(ctx, &sql).await?) {
