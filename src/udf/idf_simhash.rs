@@ -314,6 +314,11 @@ fn read_df_file(url: &str, into: &mut DfTable) -> Result<()> {
         return exec_err!("idf_simhash: df table '{url}' lacks the columns hash and df");
     };
     let mask = ProjectionMask::roots(builder.parquet_schema(), [h, d]);
+    // Room for every row at once: grown by doubling, the table was built
+    // again at every power of two up to Heybox's 231,174 terms, on one
+    // thread while the statement's other threads waited for the model.
+    let rows = builder.metadata().file_metadata().num_rows();
+    into.reserve(usize::try_from(rows).unwrap_or(0));
     for batch in builder.with_projection(mask).build()? {
         let batch = batch?;
         let (hi, di) = (batch.schema().index_of("hash")?, batch.schema().index_of("df")?);
