@@ -144,16 +144,22 @@ pub(super) async fn near_pairs(
         sources.push(format!("k = {k}, m = {}, {} bands", p.m, p.bands()));
         plan = Some(p);
     }
+    let mut minhash = None;
     if join.candidates.minhash() {
-        minhash_candidates(ctx, join, out).await?;
+        minhash = minhash_candidates(ctx, join, out).await?;
         sources.push(format!("MinHash {}", join.minhash));
     }
     let candidates_path = out.staged("_work/candidates/");
-    register_parquet(ctx, table::CANDIDATES, &candidates_path).await?;
     // In memory, the client reads the candidates once, to count and to check.
     let held = match crate::session::work_in_memory(ctx) {
-        true => Some(in_memory::distinct_candidates(ctx).await?),
-        false => None,
+        true => {
+            let files = join.candidates.simhash() || minhash.is_none();
+            Some(in_memory::held_candidates(ctx, (&candidates_path, files), minhash).await?)
+        }
+        false => {
+            register_parquet(ctx, table::CANDIDATES, &candidates_path).await?;
+            None
+        }
     };
     let candidates = match &held {
         Some(held) => held.pairs.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)).count() as u64,
@@ -282,17 +288,21 @@ pub(super) async fn term_sets(ctx: &SessionContext, out: &OutputDir, tonight: &s
     with_wide_rows(ctx, work_table(ctx, &statement, &path, table::TERM_SETS)).await
 }
 
-/// The MinHash candidates (sql/51_minhash_buckets.sql, then
-/// sql/52_minhash_candidates.sql), into `_work/candidates/`.
-async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir) -> Result<()> {
+/// The MinHash candidates: found by the client when the run's work stays in
+/// memory (src/buckets.rs), and returned; else, or when the client cannot,
+/// by sql/51_minhash_buckets.sql and sql/52_minhash_candidates.sql, into
+/// `_work/candidates/`.
+async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &OutputDir) -> Result<Option<Vec<(u64, u64)>>> {
     // Hot buckets give only pairs that pass a Jaccard check; other
     // checks take every pair of every bucket.
     let (hot, threshold) = match join.verify {
         Verify::Jaccard(t) => (HOT_BUCKET, t),
         _ => (i64::MAX as u64, 1.0),
     };
-    if crate::session::work_in_memory(ctx) && in_memory::bucket_candidates(ctx, out, Listing { hot, threshold }).await? {
-        return Ok(());
+    if crate::session::work_in_memory(ctx) {
+        if let Some(pairs) = in_memory::bucket_candidates(ctx, Listing { hot, threshold }).await? {
+            return Ok(Some(pairs));
+        }
     }
     let buckets = out.staged("_work/minhash_buckets.parquet");
     // In memory, a radix sort finds the shared keys in less memory than a
@@ -305,7 +315,7 @@ async fn minhash_candidates(ctx: &SessionContext, join: &JoinOptions, out: &Outp
     let params = [("path", Param::Text(&path)), ("hot", Param::Int(hot)), ("threshold", Param::Float(threshold))];
     // Its hot buckets' members come with their term sets: wide rows.
     with_wide_rows(ctx, collect(ctx, &render(sql::MINHASH_CANDIDATES, &params))).await?;
-    Ok(())
+    Ok(None)
 }
 
 /// `sort`, a statement that holds its input in memory, when the run's work

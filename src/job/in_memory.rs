@@ -1,10 +1,10 @@
 //! The join's steps that the client does itself when the run's work stays
 //! in memory: the MinHash candidates (src/buckets.rs) and the check of
 //! every candidate, over the term sets where they lie. Each gives what its
-//! statements give (sql/51, 52; sql/55): the candidates written where the
-//! statement writes them, the checked pairs an in-memory table (with the
-//! report's near misses, sql/97, counted on the way). Each answers `None`
-//! or `false` when a table is not as it expects, and the statements run
+//! statements give (sql/51, 52; sql/55): the candidates a partition of the
+//! table `candidates` in memory, the checked pairs an in-memory table (with
+//! the report's near misses, sql/97, counted on the way). Each answers
+//! `None` when a table is not as it expects, and the statements run
 //! instead.
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListArray, RecordBatch, UInt64Array};
@@ -15,12 +15,12 @@ use datafusion::prelude::SessionContext;
 use super::query::{collect, column_u64, register_in_memory};
 use super::report::{NearMissSample, NearMisses};
 use super::sql::table;
-use super::tables::{candidates_parquet, checked_pairs_batch, Checked};
+use super::tables::{candidates_batch, checked_pairs_batch, Checked};
 use crate::buckets::{bucket_pairs, Listing, TermSets};
 use crate::error::{Error, Result};
 use crate::parallel::PARTS_A_THREAD;
 use crate::sets::{Evidence, Verify};
-use crate::storage::OutputDir;
+use crate::storage::register_parquet;
 use crate::text::HashKeyed;
 use crate::udf::term_set::list_values;
 
@@ -28,10 +28,10 @@ const CANDIDATES: &str = "the MinHash candidates (src/buckets.rs)";
 const CHECK: &str = "the check of candidates (src/job/in_memory.rs)";
 
 /// The MinHash candidates of the term sets held in memory, found in one
-/// pass over them (src/buckets.rs) and written where
-/// sql/52_minhash_candidates.sql writes them; false, with nothing written,
-/// when a fingerprint is on two rows or a bucket mixes bands.
-pub(super) async fn bucket_candidates(ctx: &SessionContext, out: &OutputDir, listing: Listing) -> Result<bool> {
+/// pass over them (src/buckets.rs): the pairs sql/52_minhash_candidates.sql
+/// writes, sorted and distinct; None when a fingerprint is on two rows or a
+/// bucket mixes bands.
+pub(super) async fn bucket_candidates(ctx: &SessionContext, listing: Listing) -> Result<Option<Vec<(u64, u64)>>> {
     let batches = collect(ctx, "SELECT simhash, tonight, minhash, term_set FROM term_sets").await?;
     let set_type = crate::udf::term_set::set_type();
     let mut columns = Vec::with_capacity(batches.len());
@@ -43,7 +43,7 @@ pub(super) async fn bucket_candidates(ctx: &SessionContext, out: &OutputDir, lis
     let (mut fingerprints, mut tonight, mut keys, mut sets) = (Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows), Vec::with_capacity(rows));
     for (simhash, flags, key_lists, set_lists) in &columns {
         if simhash.null_count() > 0 || flags.null_count() > 0 {
-            return Ok(false);
+            return Ok(None);
         }
         let (key_values, set_values) = (key_lists.values().as_primitive::<UInt64Type>(), set_lists.values().as_primitive::<UInt64Type>());
         fingerprints.extend_from_slice(simhash.values());
@@ -54,11 +54,7 @@ pub(super) async fn bucket_candidates(ctx: &SessionContext, out: &OutputDir, lis
         }
     }
     let table = TermSets { fingerprints: &fingerprints, tonight: &tonight, keys: &keys, sets: &sets };
-    let Some(pairs) = bucket_pairs(&table, listing, ctx.state().config().target_partitions()) else {
-        return Ok(false);
-    };
-    out.put("_work/candidates/minhash.parquet", candidates_parquet(&pairs)?).await?;
-    Ok(true)
+    Ok(bucket_pairs(&table, listing, ctx.state().config().target_partitions()))
 }
 
 /// The candidates as the client holds them: every one once, `(simhash_a,
@@ -70,19 +66,48 @@ pub(super) struct HeldCandidates {
     pub rows: u64,
 }
 
-/// The `candidates` table read into the client.
-pub(super) async fn distinct_candidates(ctx: &SessionContext) -> Result<HeldCandidates> {
+/// The table `candidates`, registered, and read into the client: the files
+/// in `folder` (`files`: whether there are any), and the MinHash pairs the
+/// client found (`minhash`), if it found them. Those are a partition of the
+/// table in memory: written to a work file and read back, with both runs
+/// sorted again, they kept one core busy while the other waited (Weibo,
+/// 575,170 pairs: 80 ms).
+pub(super) async fn held_candidates(ctx: &SessionContext, (folder, files): (&str, bool), minhash: Option<Vec<(u64, u64)>>) -> Result<HeldCandidates> {
+    let Some(minhash) = minhash else {
+        register_parquet(ctx, table::CANDIDATES, folder).await?;
+        let batches = collect(ctx, "SELECT simhash_a, simhash_b, hamming FROM candidates").await?;
+        return held_of(&batches, Vec::new());
+    };
+    let found = candidates_batch(&minhash)?;
+    let mut partitions = Vec::new();
+    if files {
+        register_parquet(ctx, table::CANDIDATES, folder).await?;
+        partitions.push(collect(ctx, "SELECT simhash_a, simhash_b, hamming, similarity FROM candidates").await?);
+        ctx.deregister_table(table::CANDIDATES)?;
+    }
+    let held = held_of(partitions.iter().flatten(), minhash)?;
+    let schema = found.schema();
+    partitions.push(vec![found]);
+    register_in_memory(ctx, table::CANDIDATES, &schema, partitions, &["simhash_a", "simhash_b"])?;
+    Ok(held)
+}
+
+/// The candidates of `batches` (`simhash_a, simhash_b, hamming`, …) and the
+/// pairs `more` (each at its Hamming distance), every one once, in order.
+fn held_of<'b>(batches: impl IntoIterator<Item = &'b RecordBatch>, more: Vec<(u64, u64)>) -> Result<HeldCandidates> {
     let mut pairs = Vec::new();
-    for b in &collect(ctx, "SELECT simhash_a, simhash_b, hamming FROM candidates").await? {
-        if b.columns().iter().any(|c| c.null_count() > 0) {
+    for b in batches {
+        if b.columns()[..3].iter().any(|c| c.null_count() > 0) {
             return Err(Error::runtime("a candidate pair without a fingerprint or a distance"));
         }
         let hamming = cast(b.column(2), &DataType::Int32)?;
         let (a, c, h) = (column_u64(b, 0)?, column_u64(b, 1)?, hamming.as_primitive::<Int32Type>().clone());
         pairs.extend(a.values().iter().zip(c.values()).zip(h.values()).map(|((&a, &c), &h)| (a, c, h)));
     }
+    pairs.extend(more.into_iter().map(|(a, b)| (a, b, (a ^ b).count_ones() as i32)));
     let rows = pairs.len() as u64;
-    // Each file of candidates is in order: the stable sort merges their runs.
+    // Each file of candidates, and the pairs found here, are in order: the
+    // stable sort merges their runs.
     pairs.sort();
     pairs.dedup();
     Ok(HeldCandidates { pairs, rows })

@@ -10,7 +10,6 @@ use datafusion::arrow::compute::{cast, concat, interleave_record_batch, lexsort_
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use datafusion::arrow::row::{OwnedRow, RowConverter, SortField};
 use datafusion::parquet::arrow::ArrowWriter;
-use datafusion::parquet::file::metadata::SortingColumn;
 use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::catalog::TableProvider;
 use datafusion::prelude::SessionContext;
@@ -267,11 +266,11 @@ fn write_parquet(schema: SchemaRef, columns: Vec<ArrayRef>) -> Result<Vec<u8>> {
     Ok(buffer)
 }
 
-/// Candidate pairs `(simhash_a, simhash_b)`, sorted, as Parquet in the
-/// layout 52_minhash_candidates.sql writes: each pair's Hamming distance,
-/// no similarity yet.
-pub(super) fn candidates_parquet(pairs: &[(u64, u64)]) -> Result<Vec<u8>> {
-    sorted_pairs_parquet(
+/// Candidate pairs `(simhash_a, simhash_b)`, sorted, in the columns
+/// 52_minhash_candidates.sql writes: each pair's Hamming distance, no
+/// similarity yet.
+pub(super) fn candidates_batch(pairs: &[(u64, u64)]) -> Result<RecordBatch> {
+    sorted_pairs_batch(
         pairs.iter().map(|p| p.0),
         pairs.iter().map(|p| p.1),
         vec![
@@ -312,21 +311,6 @@ fn sorted_pairs_batch(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64>
     let mut arrays: Vec<ArrayRef> = vec![Arc::new(UInt64Array::from_iter_values(a)), Arc::new(UInt64Array::from_iter_values(b))];
     arrays.extend(columns.into_iter().map(|(_, c)| c));
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
-}
-
-/// Pairs sorted by `(simhash_a, simhash_b)`, with more `columns`, as a work
-/// file the way a statement writes one: uncompressed, and the file's order
-/// in its footer (DataFusion reads it back as the table's order, which the
-/// statements after it use).
-fn sorted_pairs_parquet(a: impl Iterator<Item = u64>, b: impl Iterator<Item = u64>, columns: Vec<(&str, ArrayRef)>) -> Result<Vec<u8>> {
-    let batch = sorted_pairs_batch(a, b, columns)?;
-    let order = (0..2).map(|column_idx| SortingColumn { column_idx, descending: false, nulls_first: false }).collect();
-    let props = WriterProperties::builder().set_dictionary_enabled(false).set_sorting_columns(Some(order)).build();
-    let mut buffer = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buffer, batch.schema(), Some(props))?;
-    writer.write(&batch)?;
-    writer.close()?;
-    Ok(buffer)
 }
 
 /// `(simhash, cluster_id)` for every fingerprint with a near pair, as Parquet.
