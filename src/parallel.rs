@@ -54,6 +54,38 @@ pub fn claimed<P: Send, T: Send>(parts: Vec<P>, threads: usize, work: impl Fn(P)
     done.into_iter().map(|(_, result)| result).collect()
 }
 
+/// The items of `runs`, each run sorted, in order and each once, merged by
+/// `parts` threads: every run is cut at the same values (evenly spaced
+/// items of the longest run), so that each thread merges one range of
+/// values, and equal items meet on one thread. Merged on one thread, the
+/// MinHash pass's runs of pairs (Weibo: 575,170 pairs in 16 runs) kept the
+/// other core idle for 40–60 ms.
+pub fn merge_distinct<T: Ord + Copy + Send + Sync>(runs: &[Vec<T>], parts: usize) -> Vec<T> {
+    let longest = runs.iter().map(Vec::as_slice).max_by_key(|r| r.len()).unwrap_or(&[]);
+    let parts = parts.clamp(1, longest.len().max(1));
+    let bounds: Vec<T> = (1..parts).map(|p| longest[p * longest.len() / parts]).collect();
+    // Range p: the items at least bound p − 1 and less than bound p.
+    let ranges = (0..parts).map(|p| {
+        let slices: Vec<&[T]> = runs
+            .iter()
+            .map(|run| {
+                let start = p.checked_sub(1).map_or(0, |b| run.partition_point(|x| *x < bounds[b]));
+                let end = bounds.get(p).map_or(run.len(), |bound| run.partition_point(|x| x < bound));
+                &run[start..end]
+            })
+            .collect();
+        slices
+    });
+    let merged = on_threads(ranges.collect(), |slices: Vec<&[T]>| {
+        // The stable sort finds the runs and merges them.
+        let mut items = slices.concat();
+        items.sort();
+        items.dedup();
+        items
+    });
+    merged.concat()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +96,17 @@ mod tests {
         assert_eq!(cut(4, 2, |i| if i == 0 { 9 } else { 1 }), vec![0..1, 1..4]);
         assert_eq!(cut(0, 3, |_| 1), vec![0..0]);
         assert_eq!(cut(3, 8, |_| 1).iter().map(|r| r.len()).sum::<usize>(), 3);
+    }
+
+    #[test]
+    fn runs_merge_into_their_distinct_items_in_order_whatever_the_threads() {
+        let runs = vec![vec![1, 3, 3, 5, 9], vec![], vec![2, 3, 4, 9, 10, 11], vec![0, 9]];
+        for parts in [1, 2, 3, 8, 50] {
+            assert_eq!(merge_distinct(&runs, parts), [0, 1, 2, 3, 4, 5, 9, 10, 11], "{parts} threads");
+        }
+        // Bounds that repeat (the longest run holds one value) leave empty ranges.
+        assert_eq!(merge_distinct(&[vec![7; 10], vec![6, 7, 8]], 4), [6, 7, 8]);
+        assert_eq!(merge_distinct::<u64>(&[], 2), Vec::<u64>::new());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::sql::table;
 use super::tables::{candidates_batch, checked_pairs_batch, Checked};
 use crate::buckets::{bucket_pairs, Listing, TermSets};
 use crate::error::{Error, Result};
-use crate::parallel::PARTS_A_THREAD;
+use crate::parallel::{merge_distinct, PARTS_A_THREAD};
 use crate::sets::{Evidence, Verify};
 use crate::storage::register_parquet;
 use crate::text::HashKeyed;
@@ -73,10 +73,11 @@ pub(super) struct HeldCandidates {
 /// sorted again, they kept one core busy while the other waited (Weibo,
 /// 575,170 pairs: 80 ms).
 pub(super) async fn held_candidates(ctx: &SessionContext, (folder, files): (&str, bool), minhash: Option<Vec<(u64, u64)>>) -> Result<HeldCandidates> {
+    let parts = ctx.state().config().target_partitions();
     let Some(minhash) = minhash else {
         register_parquet(ctx, table::CANDIDATES, folder).await?;
         let batches = collect(ctx, "SELECT simhash_a, simhash_b, hamming FROM candidates").await?;
-        return held_of(&batches, Vec::new());
+        return held_of(&batches, Vec::new(), parts);
     };
     let found = candidates_batch(&minhash)?;
     let mut partitions = Vec::new();
@@ -85,7 +86,7 @@ pub(super) async fn held_candidates(ctx: &SessionContext, (folder, files): (&str
         partitions.push(collect(ctx, "SELECT simhash_a, simhash_b, hamming, similarity FROM candidates").await?);
         ctx.deregister_table(table::CANDIDATES)?;
     }
-    let held = held_of(partitions.iter().flatten(), minhash)?;
+    let held = held_of(partitions.iter().flatten(), minhash, parts)?;
     let schema = found.schema();
     partitions.push(vec![found]);
     register_in_memory(ctx, table::CANDIDATES, &schema, partitions, &["simhash_a", "simhash_b"])?;
@@ -93,24 +94,25 @@ pub(super) async fn held_candidates(ctx: &SessionContext, (folder, files): (&str
 }
 
 /// The candidates of `batches` (`simhash_a, simhash_b, hamming`, …) and the
-/// pairs `more` (each at its Hamming distance), every one once, in order.
-fn held_of<'b>(batches: impl IntoIterator<Item = &'b RecordBatch>, more: Vec<(u64, u64)>) -> Result<HeldCandidates> {
-    let mut pairs = Vec::new();
+/// pairs `more` (sorted, each at its Hamming distance), every one once, in
+/// order, merged by `parts` threads.
+fn held_of<'b>(batches: impl IntoIterator<Item = &'b RecordBatch>, more: Vec<(u64, u64)>, parts: usize) -> Result<HeldCandidates> {
+    let mut read = Vec::new();
     for b in batches {
         if b.columns()[..3].iter().any(|c| c.null_count() > 0) {
             return Err(Error::runtime("a candidate pair without a fingerprint or a distance"));
         }
         let hamming = cast(b.column(2), &DataType::Int32)?;
         let (a, c, h) = (column_u64(b, 0)?, column_u64(b, 1)?, hamming.as_primitive::<Int32Type>().clone());
-        pairs.extend(a.values().iter().zip(c.values()).zip(h.values()).map(|((&a, &c), &h)| (a, c, h)));
+        read.extend(a.values().iter().zip(c.values()).zip(h.values()).map(|((&a, &c), &h)| (a, c, h)));
     }
-    pairs.extend(more.into_iter().map(|(a, b)| (a, b, (a ^ b).count_ones() as i32)));
-    let rows = pairs.len() as u64;
-    // Each file of candidates, and the pairs found here, are in order: the
-    // stable sort merges their runs.
-    pairs.sort();
-    pairs.dedup();
-    Ok(HeldCandidates { pairs, rows })
+    // Each file of candidates is in order: the stable sort merges their runs.
+    if !read.is_sorted() {
+        read.sort();
+    }
+    let found: Vec<(u64, u64, i32)> = more.into_iter().map(|(a, b)| (a, b, (a ^ b).count_ones() as i32)).collect();
+    let rows = (read.len() + found.len()) as u64;
+    Ok(HeldCandidates { pairs: merge_distinct(&[read, found], parts), rows })
 }
 
 /// What the check reads of one term set: its term set, shingle sketch and
