@@ -398,7 +398,7 @@ impl Analyzer {
 /// the dictionary, it fills the time the reading of the documents leaves
 /// (their one row group is read by one thread). A dictionary-less `Jieba`
 /// knows no word, so every character is one it must guess.
-pub fn load_pos_model() {
+fn load_pos_model() {
     Jieba::empty().tag("词", false);
 }
 
