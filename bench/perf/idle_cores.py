@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Where a neardup run leaves cores idle: the run sampled by `perf` on every
+core, its samples counted in windows of 10 ms and set against the statement
+the run's debug log shows last, so that the stretches where fewer cores than
+the machine has were busy can be read off with what ran then.
+
+    python3 bench/perf/idle_cores.py OUT neardup-args...
+    python3 bench/perf/idle_cores.py /tmp/weibo dedup \\
+        --input ../shared/data/weibo_reposts.parquet --duplicate-ids keep-first -o /tmp/out --overwrite
+
+Runs the release binary (build it first), writes OUT.data (perf's samples)
+and OUT.log (the debug log), and prints the idle core-seconds of the whole
+run and each 50 ms with more than 15 ms of a core idle, in seconds from the
+first sample. `perf report -i OUT.data --time A,B`, with A and B that first
+sample's time (printed) plus a stretch's seconds, then shows what ran in
+it. Sampling costs a few per cent, so the run is slower than without it.
+Needs `perf` (Debian's linux-perf) and kernel.perf_event_paranoid <= 2.
+"""
+import bisect
+import datetime
+import os
+import re
+import subprocess
+import sys
+
+HZ = 1999
+WINDOW = 0.01
+REPORT = 5  # windows a reported stretch
+MIN_IDLE = 0.015  # core-seconds idle in a stretch worth reporting
+
+
+def main():
+    out, args = sys.argv[1], sys.argv[2:]
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(root, "target")), "release", "neardup")
+    env = dict(os.environ, NEARDUP_LOG="debug", NEARDUP_LOG_FORMAT="plain")
+    with open(out + ".log", "w") as log:
+        subprocess.run(["perf", "record", "-q", "-F", str(HZ), "--clockid", "CLOCK_REALTIME", "-o", out + ".data", binary, *args], env=env, stdout=log, stderr=log, check=True)
+    times = subprocess.run(["perf", "script", "-i", out + ".data", "-F", "time"], capture_output=True, text=True, check=True).stdout
+    # Samples on the wall clock (--clockid), as the log's times are.
+    samples = sorted(float(t.strip().rstrip(":")) for t in times.split() if t.strip())
+    cores = os.cpu_count() or 1
+    start = samples[0]
+    windows = int((samples[-1] - start) / WINDOW) + 1
+    busy = [0] * windows
+    for t in samples:
+        busy[int((t - start) / WINDOW)] += 1
+    idle = [max(0.0, cores - n / (HZ * WINDOW)) * WINDOW for n in busy]
+    print(f"wall {samples[-1] - start:.3f} s from {start:.3f}, {cores} cores, idle {sum(idle):.3f} core-seconds")
+    events = []
+    with open(out + ".log") as log:
+        for line in log:
+            m = re.match(r"(\d{4}-\d\d-\d\dT[\d:.]+)Z .*?(\d+) ms\s+(.*)", line)
+            if m:
+                at = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
+                events.append((at - start, m.group(3)[:80]))
+    ends = [e[0] for e in events]
+    for w in range(0, windows, REPORT):
+        stretch = sum(idle[w : w + REPORT])
+        if stretch > MIN_IDLE:
+            last = bisect.bisect(ends, (w + REPORT) * WINDOW)
+            print(f"{w * WINDOW:7.2f} s  idle {stretch * 1000:4.0f} ms  after: {events[last - 1][1] if last else '(start)'}")
+
+
+if __name__ == "__main__":
+    main()
