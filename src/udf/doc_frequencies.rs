@@ -255,11 +255,15 @@ impl DfAccumulator {
         // the statement's stretch on one core (Heybox, 70 ms).
         while let Some(hash) = runs.iter().filter_map(Run::head).min() {
             let (mut least, mut df): (Option<&str>, i64) = (None, 0);
-            for run in runs.iter_mut().filter(|r| r.head() == Some(hash)) {
-                let (term, n) = run.take();
-                // Strings order as their bytes do, as in `DfCounts::add`.
-                least = Some(least.map_or(term, |t| t.min(term)));
-                df += n;
+            for run in runs.iter_mut() {
+                // A state's row is taken as a run when it is in order, which
+                // a row that repeats a hash still is: all of them count.
+                while run.head() == Some(hash) {
+                    let (term, n) = run.take();
+                    // Strings order as their bytes do, as in `DfCounts::add`.
+                    least = Some(least.map_or(term, |t| t.min(term)));
+                    df += n;
+                }
             }
             hashes.push(hash);
             terms.append_value(least.unwrap_or_default());
@@ -270,8 +274,8 @@ impl DfAccumulator {
     }
 }
 
-/// A run of entries in hash order, each hash once: a partial state's row,
-/// or the accumulator's own counts, sorted; consumed from the front.
+/// A run of entries in hash order: a partial state's row, or the
+/// accumulator's own counts, sorted; consumed from the front.
 enum Run<'a> {
     State(&'a SortedStates, Range<usize>),
     Counted(&'a [(u64, &'a str, i64)]),
@@ -385,6 +389,8 @@ mod tests {
             parts.push(state.to_array().unwrap());
         }
         parts.push(state_of(&[(9, "八达岭", 2), (1, "上海", 4), (7, "北京", 1)]));
+        // A state in order that holds a hash twice (none that `state` gives).
+        parts.push(state_of(&[(3, "长城", 2), (3, "长城", 1)]));
         let mut last = DfAccumulator::default();
         last.add(state_of(&[(5, "上海", 1), (11, "广州", 1)]).as_list::<i32>()).unwrap();
         for state in &parts {
@@ -392,7 +398,7 @@ mod tests {
         }
         let least = "八达岭".min("天安门").to_string();
         let expected: Vec<(u64, String, i64)> =
-            vec![(1, "上海".into(), 4), (3, "长城".into(), 1), (5, "上海".into(), 2), (7, "北京".into(), 3), (9, least, 4), (11, "广州".into(), 1)];
+            vec![(1, "上海".into(), 4), (3, "长城".into(), 4), (5, "上海".into(), 2), (7, "北京".into(), 3), (9, least, 4), (11, "广州".into(), 1)];
         assert_eq!(entries(last.evaluate().unwrap()), expected);
         assert_eq!(entries(last.state().unwrap().remove(0)), expected);
     }
