@@ -152,10 +152,7 @@ pub(super) async fn near_pairs(
     let candidates_path = out.staged("_work/candidates/");
     // In memory, the client reads the candidates once, to count and to check.
     let held = match crate::session::work_in_memory(ctx) {
-        true => {
-            let files = join.candidates.simhash() || minhash.is_none();
-            Some(in_memory::held_candidates(ctx, (&candidates_path, files), minhash).await?)
-        }
+        true => Some(in_memory::held_candidates(ctx, (&candidates_path, join.candidates.simhash()), minhash).await?),
         false => {
             register_parquet(ctx, table::CANDIDATES, &candidates_path).await?;
             None

@@ -67,17 +67,17 @@ pub(super) struct HeldCandidates {
 }
 
 /// The table `candidates`, registered, and read into the client: the files
-/// in `folder` (`files`: whether there are any), and the MinHash pairs the
-/// client found (`minhash`), if it found them. Those are a partition of the
-/// table in memory: written to a work file and read back, with both runs
-/// sorted again, they kept one core busy while the other waited (Weibo,
-/// 575,170 pairs: 80 ms).
+/// in `folder`, and the MinHash pairs the client found (`minhash`), if it
+/// found them; then `files` says whether the folder holds any. Those pairs
+/// are a partition of the table in memory: written to a work file and read
+/// back, with both runs sorted again, they kept one core busy while the
+/// other waited (Weibo, 575,170 pairs: 80 ms).
 pub(super) async fn held_candidates(ctx: &SessionContext, (folder, files): (&str, bool), minhash: Option<Vec<(u64, u64)>>) -> Result<HeldCandidates> {
     let parts = ctx.state().config().target_partitions();
     let Some(minhash) = minhash else {
         register_parquet(ctx, table::CANDIDATES, folder).await?;
         let batches = collect(ctx, "SELECT simhash_a, simhash_b, hamming FROM candidates").await?;
-        return held_of(&batches, Vec::new(), parts);
+        return held_of(&[batches], parts);
     };
     let found = candidates_batch(&minhash)?;
     let mut partitions = Vec::new();
@@ -86,33 +86,36 @@ pub(super) async fn held_candidates(ctx: &SessionContext, (folder, files): (&str
         partitions.push(collect(ctx, "SELECT simhash_a, simhash_b, hamming, similarity FROM candidates").await?);
         ctx.deregister_table(table::CANDIDATES)?;
     }
-    let held = held_of(partitions.iter().flatten(), minhash, parts)?;
     let schema = found.schema();
     partitions.push(vec![found]);
+    let held = held_of(&partitions, parts)?;
     register_in_memory(ctx, table::CANDIDATES, &schema, partitions, &["simhash_a", "simhash_b"])?;
     Ok(held)
 }
 
-/// The candidates of `batches` (`simhash_a, simhash_b, hamming`, …) and the
-/// pairs `more` (sorted, each at its Hamming distance), every one once, in
-/// order, merged by `parts` threads.
-fn held_of<'b>(batches: impl IntoIterator<Item = &'b RecordBatch>, more: Vec<(u64, u64)>, parts: usize) -> Result<HeldCandidates> {
-    let mut read = Vec::new();
-    for b in batches {
-        if b.columns()[..3].iter().any(|c| c.null_count() > 0) {
-            return Err(Error::runtime("a candidate pair without a fingerprint or a distance"));
+/// The candidates of `partitions` (`simhash_a, simhash_b, hamming`, …),
+/// every one once, in order: each partition's rows a run (sorted here if
+/// they are not), the runs merged by `parts` threads.
+fn held_of(partitions: &[Vec<RecordBatch>], parts: usize) -> Result<HeldCandidates> {
+    let mut runs = Vec::with_capacity(partitions.len());
+    for batches in partitions {
+        let mut run = Vec::new();
+        for b in batches {
+            if b.columns()[..3].iter().any(|c| c.null_count() > 0) {
+                return Err(Error::runtime("a candidate pair without a fingerprint or a distance"));
+            }
+            let hamming = cast(b.column(2), &DataType::Int32)?;
+            let (a, c, h) = (column_u64(b, 0)?, column_u64(b, 1)?, hamming.as_primitive::<Int32Type>().clone());
+            run.extend(a.values().iter().zip(c.values()).zip(h.values()).map(|((&a, &c), &h)| (a, c, h)));
         }
-        let hamming = cast(b.column(2), &DataType::Int32)?;
-        let (a, c, h) = (column_u64(b, 0)?, column_u64(b, 1)?, hamming.as_primitive::<Int32Type>().clone());
-        read.extend(a.values().iter().zip(c.values()).zip(h.values()).map(|((&a, &c), &h)| (a, c, h)));
+        // Each file of candidates is in order: the stable sort merges their runs.
+        if !run.is_sorted() {
+            run.sort();
+        }
+        runs.push(run);
     }
-    // Each file of candidates is in order: the stable sort merges their runs.
-    if !read.is_sorted() {
-        read.sort();
-    }
-    let found: Vec<(u64, u64, i32)> = more.into_iter().map(|(a, b)| (a, b, (a ^ b).count_ones() as i32)).collect();
-    let rows = (read.len() + found.len()) as u64;
-    Ok(HeldCandidates { pairs: merge_distinct(&[read, found], parts), rows })
+    let rows = runs.iter().map(Vec::len).sum::<usize>() as u64;
+    Ok(HeldCandidates { pairs: merge_distinct(&runs, parts), rows })
 }
 
 /// What the check reads of one term set: its term set, shingle sketch and
