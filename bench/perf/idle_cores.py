@@ -11,7 +11,8 @@ the machine has were busy can be read off with what ran then.
 Runs the release binary (build it first), writes OUT.data (perf's samples)
 and OUT.log (the debug log), and prints the idle core-seconds of the whole
 run and each 50 ms with more than 15 ms of a core idle, in seconds from the
-first sample. `perf report -i OUT.data --time A,B`, with A and B that first
+first sample, with the statement that ends next (the log names a statement
+when it ends, so that one was running) and the last one ended. `perf report -i OUT.data --time A,B`, with A and B that first
 sample's time (printed) plus a stretch's seconds, then shows what ran in
 it. Sampling costs a few per cent, so the run is slower than without it.
 Needs `perf` (Debian's linux-perf) and kernel.perf_event_paranoid <= 2.
@@ -58,8 +59,13 @@ def main():
     for w in range(0, windows, REPORT):
         stretch = sum(idle[w : w + REPORT])
         if stretch > MIN_IDLE:
+            # The log names a statement when it ends: the one that ends next
+            # is the one running in the stretch.
             last = bisect.bisect(ends, (w + REPORT) * WINDOW)
-            print(f"{w * WINDOW:7.2f} s  idle {stretch * 1000:4.0f} ms  after: {events[last - 1][1] if last else '(start)'}")
+            after = events[last - 1][1] if last else "(start)"
+            ending = bisect.bisect(ends, w * WINDOW)
+            running = events[ending][1] if ending < len(events) else "(end)"
+            print(f"{w * WINDOW:7.2f} s  idle {stretch * 1000:4.0f} ms  in: {running}  after: {after}")
 
 
 if __name__ == "__main__":
