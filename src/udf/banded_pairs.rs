@@ -11,14 +11,17 @@
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int32Array, UInt64Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int32Array, UInt64Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Fields, UInt64Type};
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{doc, finish, list_of, scalar_u32, struct_lists, to_arrays};
-use crate::join::{banded_pairs_within, BandPlan};
+use itertools::{merge_join_by, EitherOrBoth};
+
+use crate::join::{band_threads, banded_pairs_within, BandPlan};
+use crate::parallel::{cut, merge_distinct, on_threads};
 
 /// A pair as the join's rows have it: nullable, as `least`, `greatest` and
 /// `hamming` give them, so that both statements write one schema.
@@ -131,23 +134,58 @@ fn group_pairs(plan: &BandPlan, fingerprints: &ArrayRef, flags: &ArrayRef, max_p
     if fingerprints.len() != flags.len() || fingerprints.null_count() > 0 {
         return exec_err!("banded_pairs: fingerprints and tonight must be lists of one length, without NULL fingerprints");
     }
-    let mut rows: Vec<(u64, bool)> = fingerprints.values().iter().enumerate().map(|(i, &f)| (f, flags.is_valid(i) && flags.value(i))).collect();
-    let (distinct, tonight) = distinct_fingerprints(&mut rows);
+    let (distinct, tonight) = distinct_fingerprints(fingerprints.values(), flags, band_threads(plan));
     banded_pairs_within(plan, &distinct, &tonight, max_pairs).map_err(|e| DataFusionError::External(Box::new(e)))
 }
 
-/// The distinct fingerprints of `rows`, sorted, each tonight's when any of
-/// its rows is (as `bool_or` grouped by fingerprint gives them).
-fn distinct_fingerprints(rows: &mut [(u64, bool)]) -> (Vec<u64>, Vec<bool>) {
-    radsort::sort_by_key(rows, |&(f, _)| f);
-    rows.chunk_by(|x, y| x.0 == y.0).map(|run| (run[0].0, run.iter().any(|r| r.1))).unzip()
+/// The distinct fingerprints of a list, sorted, each tonight's when any of
+/// its entries is (as `bool_or` grouped by fingerprint gives them; a NULL
+/// flag is not tonight's). Tonight's and the others are sorted apart, as
+/// plain numbers (half the bytes of a fingerprint with its flag), in runs on
+/// `threads` threads, and merged: sorted whole on one thread, with their
+/// flags, Weibo's 753,912 fingerprints took about 60 ms while the other core
+/// waited.
+fn distinct_fingerprints(fingerprints: &[u64], flags: &BooleanArray, threads: usize) -> (Vec<u64>, Vec<bool>) {
+    let (mut tonight, mut others) = (Vec::with_capacity(fingerprints.len()), Vec::new());
+    for (i, &f) in fingerprints.iter().enumerate() {
+        match flags.is_valid(i) && flags.value(i) {
+            true => tonight.push(f),
+            false => others.push(f),
+        }
+    }
+    let (tonight, others) = (sorted_distinct(&tonight, threads), sorted_distinct(&others, threads));
+    merge_join_by(tonight, others, u64::cmp)
+        .map(|f| match f {
+            EitherOrBoth::Left(f) | EitherOrBoth::Both(f, _) => (f, true),
+            EitherOrBoth::Right(f) => (f, false),
+        })
+        .unzip()
+}
+
+/// `values` sorted, each once: a run sorted on each thread, the runs merged.
+fn sorted_distinct(values: &[u64], threads: usize) -> Vec<u64> {
+    if values.is_empty() {
+        return Vec::new();
+    }
+    let runs = on_threads(cut(values.len(), threads, |_| 1), |range| {
+        let mut run = values[range].to_vec();
+        radsort::sort(&mut run);
+        run
+    });
+    merge_distinct(&runs, threads)
 }
 
 #[cfg(test)]
 mod tests {
+    use datafusion::arrow::array::BooleanArray;
+
     #[test]
     fn a_fingerprint_listed_twice_is_tonights_when_either_is() {
-        let mut rows = vec![(7, false), (3, false), (7, true), (5, false), (3, false)];
-        assert_eq!(super::distinct_fingerprints(&mut rows), (vec![3, 5, 7], vec![false, false, true]));
+        let fingerprints = [7, 3, 7, 5, 3, 9, 1, 9];
+        let flags = BooleanArray::from(vec![Some(false), Some(false), Some(true), None, Some(false), Some(true), Some(true), Some(true)]);
+        let expected = (vec![1, 3, 5, 7, 9], vec![true, false, false, true, true]);
+        for threads in 1..=5 {
+            assert_eq!(super::distinct_fingerprints(&fingerprints, &flags, threads), expected, "{threads} threads");
+        }
     }
 }

@@ -36,6 +36,7 @@ mod set_similarity;
 mod shared_keys;
 mod shingle_sketch;
 mod simhash_similarity;
+mod sort_key;
 pub(crate) mod term_set;
 mod term_stats;
 mod text_features;
@@ -77,6 +78,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(night_partners::NightPartners::touched())),
         Arc::new(ScalarUDF::from(line_hashes::LineHashes::default())),
         Arc::new(ScalarUDF::from(list_length::ListLength::default())),
+        Arc::new(ScalarUDF::from(sort_key::SortKey::default())),
     ]
 }
 
@@ -158,7 +160,7 @@ mod tests {
     #[test]
     fn every_function_is_documented_with_an_example() {
         let names: Vec<String> = scalar_functions().iter().map(|f| f.name().to_string()).collect();
-        assert_eq!(names.len(), 27);
+        assert_eq!(names.len(), 28);
         for f in scalar_functions() {
             let doc = f.documentation().unwrap_or_else(|| panic!("{} has no documentation", f.name()));
             assert!(doc.sql_example.as_deref().is_some_and(|e| e.contains(f.name())), "{} has no example", f.name());
