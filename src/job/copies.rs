@@ -34,7 +34,9 @@ const VECTOR: usize = 5;
 /// `term_sets` (one row a fingerprint, with its MinHash keys under `plan`)
 /// and `eligible` (every fingerprinted document but the copies the check
 /// left out, with what sql/59_in_clusters.sql reads of it); returns how
-/// many copies the check left out.
+/// many copies the check left out, and how many distinct fingerprints
+/// there are (`count(DISTINCT simhash)` of `fingerprints`: the rows' groups,
+/// counted here so that no statement reads the table again for them).
 /// The fingerprints are read from `held`, the rows the fingerprint stage
 /// wrote, when it kept them.
 pub(super) async fn term_sets_one_shot(
@@ -43,7 +45,7 @@ pub(super) async fn term_sets_one_shot(
     plan: Option<MinHashPlan>,
     threads: usize,
     held: Option<Arc<dyn TableProvider>>,
-) -> Result<u64> {
+) -> Result<Counted> {
     let statement = render(sql::COPIES_IN_MEMORY, &[("keep_columns", Param::Sql(&keep.column_list()))]);
     let batches = match held {
         // The statement reads them in place of the file, once; later
@@ -66,6 +68,7 @@ pub(super) async fn term_sets_one_shot(
     };
     let rows = by_fingerprint(&batches, threads, name)?;
     let groups: Vec<&[(u64, At)]> = rows.chunk_by(|a, b| a.0 == b.0).collect();
+    let distinct = groups.len() as u64;
     let copies: Vec<At> = groups.iter().filter(|g| g.len() > 1).flat_map(|g| g.iter().map(|row| row.1)).collect();
     let checked = unconfirmed_copies(&batches, &copies, join, threads)?;
     // A lone document stands for its fingerprint; a shared one's first
@@ -86,7 +89,15 @@ pub(super) async fn term_sets_one_shot(
     register_term_sets(ctx, batches, &standing, plan, threads).await?;
     give_back_freed_memory();
     log::debug!("{:>6} ms  the copies of {} shared fingerprints checked, term_sets and eligible made", started.elapsed().as_millis(), checked.firsts.len());
-    Ok(checked.rejected.len() as u64)
+    Ok(Counted { rejected: checked.rejected.len() as u64, distinct })
+}
+
+/// What [`term_sets_one_shot`] counted on the way.
+pub(super) struct Counted {
+    /// Copies the check left out.
+    pub rejected: u64,
+    /// Distinct fingerprints.
+    pub distinct: u64,
 }
 
 /// The table `eligible` in memory: the rows of `batches` but those

@@ -171,10 +171,13 @@ pub(super) async fn join_stages(
     // shared statements 50 and 69 read `stored`, and 69 `stored_term_sets`).
     create_view(ctx, table::STORED, "SELECT * FROM fingerprints WHERE false").await?;
     super::touched::no_stored_term_sets(ctx).await?;
-    let distinct = scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?;
     let verify = join.verify;
 
-    let unconfirmed = eligible(ctx, out, (join, keep), held).await?;
+    let (unconfirmed, counted) = eligible(ctx, out, (join, keep), held).await?;
+    let distinct = match counted {
+        Some(distinct) => distinct,
+        None => scalar_u64(ctx, "SELECT count(DISTINCT simhash) FROM fingerprints").await?,
+    };
 
     // Candidate pairs of distinct fingerprints: the banded join, MinHash
     // bands, or both; then the term-set check.
@@ -208,21 +211,23 @@ pub(super) async fn join_stages(
 /// The documents that take part (`eligible`, a view, or with the work in
 /// memory a table the client makes): all, or with a check all but the
 /// copies a shared fingerprint's largest consistent subgroup leaves out; with the check also the table `term_sets` of the term sets that
-/// stand for the fingerprints. Returns how many copies were left out.
-async fn eligible(ctx: &SessionContext, out: &OutputDir, (join, keep): (&JoinOptions, &KeepRule), held: Option<Arc<dyn TableProvider>>) -> Result<u64> {
+/// stand for the fingerprints. Returns how many copies were left out, and
+/// the distinct fingerprints when the client counted them on the way.
+async fn eligible(ctx: &SessionContext, out: &OutputDir, (join, keep): (&JoinOptions, &KeepRule), held: Option<Arc<dyn TableProvider>>) -> Result<(u64, Option<u64>)> {
     if join.verify.measure().is_none() {
         create_view(ctx, table::ELIGIBLE, "SELECT * FROM fingerprints").await?;
-        return Ok(0);
+        return Ok((0, None));
     }
     let (threads, plan) = (ctx.state().config().target_partitions(), join.minhash_plan());
     // In memory the client does the two statements' work, and makes
     // `eligible`, from one read.
     if crate::session::work_in_memory(ctx) {
-        return super::copies::term_sets_one_shot(ctx, (join, keep), plan, threads, held).await;
+        let counted = super::copies::term_sets_one_shot(ctx, (join, keep), plan, threads, held).await?;
+        return Ok((counted.rejected, Some(counted.distinct)));
     }
     let rejected = term_sets_by_statements(ctx, out, join, plan, threads).await?;
     eligible_without(ctx, out, &rejected).await?;
-    Ok(rejected.len() as u64)
+    Ok((rejected.len() as u64, None))
 }
 
 /// The copies of each shared fingerprint (sql/56_unconfirmed_copies.sql)
