@@ -179,7 +179,8 @@ pub fn band_threads(plan: &BandPlan) -> usize {
 /// Bytes [`banded_pairs`] and the function that calls it
 /// (src/udf/banded_pairs.rs) hold beyond their input lists, for `rows`
 /// listed fingerprints of which `distinct` are distinct, before any pair:
-/// each row with its flag (16), each distinct fingerprint with its flag (9),
+/// each row as a plain number, with the radix sort's buffer or the merge's
+/// copy of as many (16), each distinct fingerprint with its flag (9),
 /// and on each thread a band's keys with their indices (16) and the radix
 /// sort's buffer of as many (16).
 pub fn sort_bytes(plan: &BandPlan, rows: u64, distinct: u64) -> u64 {

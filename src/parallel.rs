@@ -60,8 +60,8 @@ pub fn claimed<P: Send, T: Send>(parts: Vec<P>, threads: usize, work: impl Fn(P)
 /// values, and equal items meet on one thread. Merged on one thread, the
 /// MinHash pass's runs of pairs (Weibo: 575,170 pairs in 16 runs) kept the
 /// other core idle for 40–60 ms.
-pub fn merge_distinct<T: Ord + Copy + Send + Sync>(runs: &[Vec<T>], parts: usize) -> Vec<T> {
-    let longest = runs.iter().map(Vec::as_slice).max_by_key(|r| r.len()).unwrap_or(&[]);
+pub fn merge_distinct<T: Ord + Copy + Send + Sync, R: AsRef<[T]> + Sync>(runs: &[R], parts: usize) -> Vec<T> {
+    let longest = runs.iter().map(AsRef::as_ref).max_by_key(|r| r.len()).unwrap_or(&[]);
     let parts = parts.clamp(1, longest.len().max(1));
     let bounds: Vec<T> = (1..parts).map(|p| longest[p * longest.len() / parts]).collect();
     // Range p: the items at least bound p − 1 and less than bound p.
@@ -69,6 +69,7 @@ pub fn merge_distinct<T: Ord + Copy + Send + Sync>(runs: &[Vec<T>], parts: usize
         let slices: Vec<&[T]> = runs
             .iter()
             .map(|run| {
+                let run = run.as_ref();
                 let start = p.checked_sub(1).map_or(0, |b| run.partition_point(|x| *x < bounds[b]));
                 let end = bounds.get(p).map_or(run.len(), |bound| run.partition_point(|x| x < bound));
                 &run[start..end]
@@ -106,7 +107,7 @@ mod tests {
         }
         // Bounds that repeat (the longest run holds one value) leave empty ranges.
         assert_eq!(merge_distinct(&[vec![7; 10], vec![6, 7, 8]], 4), [6, 7, 8]);
-        assert_eq!(merge_distinct::<u64>(&[], 2), Vec::<u64>::new());
+        assert_eq!(merge_distinct::<u64, Vec<u64>>(&[], 2), Vec::<u64>::new());
     }
 
     #[test]
