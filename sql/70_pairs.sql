@@ -47,6 +47,6 @@ COPY (
          CASE WHEN swap THEN shared_y ELSE shared_x END AS shared_a,
          CASE WHEN swap THEN shared_x ELSE shared_y END AS shared_b
   FROM edges
-  -- One key a row: the same order, one byte string compared (udf/sort_key.rs).
+  -- One key a row: the same order, one byte string compared (src/udf/sort_key.rs).
   ORDER BY sort_key(source_a, id_a, source_b, id_b)
 ) TO {{path}} STORED AS PARQUET

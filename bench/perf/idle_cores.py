@@ -12,9 +12,9 @@ Runs the release binary (build it first), writes OUT.data (perf's samples)
 and OUT.log (the debug log), and prints the idle core-seconds of the whole
 run and each 50 ms with more than 15 ms of a core idle, in seconds from the
 first sample, with the statement that ends next (the log names a statement
-when it ends, so that one was running) and the last one ended. `perf report -i OUT.data --time A,B`, with A and B that first
-sample's time (printed) plus a stretch's seconds, then shows what ran in
-it. Sampling costs a few per cent, so the run is slower than without it.
+when it ends, so that one was running) and the last one ended.
+`perf report -i OUT.data --time A,B`, with A and B that first sample's time
+(printed) plus a stretch's seconds, then shows what ran in it. Sampling costs a few per cent, so the run is slower than without it.
 Needs `perf` (Debian's linux-perf) and kernel.perf_event_paranoid <= 2.
 """
 import bisect
