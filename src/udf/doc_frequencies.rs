@@ -92,18 +92,27 @@ const _: () = assert!(std::mem::size_of::<(u64, (i64, Term))>() == 32);
 struct Term([u8; INLINE + 1]);
 
 impl Term {
-    fn keep(text: &mut String, term: &str) -> Term {
+    /// A term of up to [`INLINE`] bytes, in the entry.
+    fn inline(term: &str) -> Option<Term> {
+        if term.len() > INLINE {
+            return None;
+        }
         let mut bytes = [0u8; INLINE + 1];
-        if term.len() <= INLINE {
-            bytes[..term.len()].copy_from_slice(term.as_bytes());
-            bytes[INLINE] = term.len() as u8;
-        } else {
+        bytes[..term.len()].copy_from_slice(term.as_bytes());
+        bytes[INLINE] = term.len() as u8;
+        Some(Term(bytes))
+    }
+
+    /// Any term: in the entry, or appended to `text`.
+    fn keep(text: &mut String, term: &str) -> Term {
+        Term::inline(term).unwrap_or_else(|| {
+            let mut bytes = [0u8; INLINE + 1];
             let (start, end) = keep(text, term);
             bytes[..8].copy_from_slice(&(start as u64).to_le_bytes());
             bytes[8..12].copy_from_slice(&((end - start) as u32).to_le_bytes());
             bytes[INLINE] = u8::MAX;
-        }
-        Term(bytes)
+            Term(bytes)
+        })
     }
 
     /// The term's bytes, in the entry or in `text`.
@@ -148,11 +157,11 @@ impl DfCounts {
     /// short term when its table next takes its entries, a longer one now
     /// (kept waiting, each would take room in `text`).
     pub fn add_one(&mut self, hash: u64, term: &str) {
-        if term.len() > INLINE {
+        let Some(short) = Term::inline(term) else {
             return self.add(hash, term, 1);
-        }
+        };
         let table = self.table(hash);
-        self.pending[table].push((hash, Term::keep(&mut self.text, term)));
+        self.pending[table].push((hash, short));
         self.pending_len += 1;
         if self.pending_len >= PENDING {
             self.count_pending();
