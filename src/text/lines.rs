@@ -23,12 +23,21 @@ fn eligible(line: &str, buf: &mut String) -> Option<u64> {
     (short && !buf.is_empty()).then(|| hash64(buf.as_bytes()))
 }
 
-/// The lines of a text: split at `\n` and `\r`, at one and then the other.
-/// Splitting at either of two characters decodes every character of the
-/// text (85 ms a pass over Heybox's 65 MB on one core); a search for one
-/// byte scans a word at a time (18 ms for both).
+/// The lines of a text: split at every `\n` and `\r`. Both are ASCII, so
+/// never inside a longer character, and one search for either byte finds
+/// them: `str::split` at two characters decodes every character of the
+/// text (85 ms a pass over Heybox's 65 MB on one core), and a split at one
+/// and then the other searched every text twice, a word at a time, with a
+/// call's set-up for each of Weibo's short posts (8 % of the boilerplate
+/// statement's samples).
 fn raw_lines(text: &str) -> impl Iterator<Item = &str> {
-    text.split('\n').flat_map(|line| line.split('\r'))
+    let mut start = 0;
+    let breaks = memchr::memchr2_iter(b'\n', b'\r', text.as_bytes());
+    breaks.chain(std::iter::once(text.len())).map(move |end| {
+        let line = &text[start..end];
+        start = end + 1;
+        line
+    })
 }
 
 /// The sorted, distinct hashes of a text's normalised lines that may be
@@ -50,7 +59,7 @@ pub fn strip_lines(text: &str, boilerplate: &HashSet<u64>, buf: &mut String, out
     out.clear();
     // One line is kept whatever it is (boilerplate alone, it is the whole
     // document): most short posts need no look at all.
-    if !text.contains('\n') && !text.contains('\r') {
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_none() {
         out.push_str(text);
         return false;
     }
@@ -110,7 +119,7 @@ mod tests {
 
     #[test]
     fn lines_are_those_of_one_split_at_both_breaks() {
-        for text in ["", "一行", "a\r\nb", "\n\r首页\r\r正文\n", "x\ny\rz\r\n\n", "\r"] {
+        for text in ["", "一行", "a\r\nb", "\n\r首页\r\r正文\n", "x\ny\rz\r\n\n", "\r", "\n", "正文\r\n\r\n尾\r", &"长一行\n".repeat(40)] {
             assert_eq!(raw_lines(text).collect::<Vec<_>>(), text.split(['\n', '\r']).collect::<Vec<_>>(), "{text:?}");
         }
     }
