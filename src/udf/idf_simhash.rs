@@ -31,15 +31,15 @@ use crate::weight::{IdfFormula, Weighting};
 /// Models kept per process (the latest ones used).
 const CACHED_MODELS: usize = 4;
 
-/// A value by term hash: the idf of the df table's terms.
-type DfTable = HashKeyed<f64>;
+/// The idf of each of a df table's terms, by the term's hash.
+type IdfByHash = HashKeyed<f64>;
 
 /// The idf of every term of a df table, for one formula and corpus size.
 /// Made once per process: a corpus has far fewer distinct terms than
 /// (document, term) rows (Heybox: 231,174 against about 5 million), and
 /// the logarithm per row was a tenth of the fingerprints' statement.
 struct IdfTable {
-    by_hash: HashKeyed<f64>,
+    by_hash: IdfByHash,
     /// The idf of a term missing from the table, which counts as df = 1.
     missing: f64,
 }
@@ -310,8 +310,8 @@ fn idf_table(urls: &str, version: &str, formula: IdfFormula, n: f64) -> Result<A
 /// walk the table from one end to the other, where in the files' order
 /// (by hash) every one missed the cache (Weibo's 270,644 terms: 60 ms, on
 /// one thread while the statement's others waited for the model).
-fn table_of(mut rows: Vec<(u64, f64)>, idf: impl Fn(f64) -> f64) -> DfTable {
-    let mut table = DfTable::with_capacity_and_hasher(rows.len(), Default::default());
+fn table_of(mut rows: Vec<(u64, f64)>, idf: impl Fn(f64) -> f64) -> IdfByHash {
+    let mut table = IdfByHash::with_capacity_and_hasher(rows.len(), Default::default());
     // hashbrown holds 7 keys in 8 slots; the slots are a power of two.
     let slot_bits = (table.capacity() * 8 / 7).next_power_of_two().trailing_zeros();
     // Stable: of rows with one hash the last is still inserted last.
