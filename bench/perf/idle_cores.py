@@ -14,7 +14,10 @@ run and each 50 ms with more than 15 ms of a core idle, in seconds from the
 first sample, with the statement that ends next (the log names a statement
 when it ends, so that one was running) and the last one ended.
 `perf report -i OUT.data --time A,B`, with A and B that first sample's time
-(printed) plus a stretch's seconds, then shows what ran in it. Sampling costs a few per cent, so the run is slower than without it.
+(printed) plus a stretch's seconds, then shows what ran in it. Last, each
+stage of the run (its `neardup: STAGE  N ms` line, ending at the log's time
+before that line) with its busy share of the cores and its idle core-ms.
+Sampling costs a few per cent, so the run is slower than without it.
 Needs `perf` (Debian's linux-perf) and kernel.perf_event_paranoid <= 2.
 """
 import bisect
@@ -48,13 +51,16 @@ def main():
         busy[int((t - start) / WINDOW)] += 1
     idle = [max(0.0, cores - n / (HZ * WINDOW)) * WINDOW for n in busy]
     print(f"wall {samples[-1] - start:.3f} s from {start:.3f}, {cores} cores, idle {sum(idle):.3f} core-seconds")
-    events = []
+    events, stages = [], []
     with open(out + ".log") as log:
         for line in log:
             m = re.match(r"(\d{4}-\d\d-\d\dT[\d:.]+)Z .*?(\d+) ms\s+(.*)", line)
             if m:
                 at = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
                 events.append((at - start, m.group(3)[:80]))
+            stage = re.match(r"neardup: (\w+)\s+(\d+) ms", line)
+            if stage:
+                stages.append((stage.group(1), int(stage.group(2)) / 1000))
     ends = [e[0] for e in events]
     for w in range(0, windows, REPORT):
         stretch = sum(idle[w : w + REPORT])
@@ -66,6 +72,32 @@ def main():
             ending = bisect.bisect(ends, w * WINDOW)
             running = events[ending][1] if ending < len(events) else "(end)"
             print(f"{w * WINDOW:7.2f} s  idle {stretch * 1000:4.0f} ms  in: {running}  after: {after}")
+    print_stages(stages, idle, first_statement_start(out + ".log", start), cores)
+
+
+def print_stages(stages, idle, begin, cores):
+    """A table of the stages (name, seconds), which follow each other from
+    `begin` (seconds from the first sample): each one's busy share of the
+    cores and its idle core-ms, from the windows' `idle` core-seconds."""
+    print("\n| stage | ms | busy | idle core-ms |\n|---|---|---|---|")
+    for name, seconds in stages:
+        inside = [i for i in range(len(idle)) if begin <= i * WINDOW < begin + seconds]
+        if inside:
+            waited = sum(idle[i] for i in inside)
+            share = 1 - waited / (len(inside) * WINDOW * cores)
+            print(f"| {name} | {seconds * 1000:.0f} | {share:.0%} | {waited * 1000:.0f} |")
+        begin += seconds
+
+
+def first_statement_start(log_path, start):
+    """Seconds from the first sample to the start of the log's first statement."""
+    with open(log_path) as log:
+        for line in log:
+            m = re.match(r"(\d{4}-\d\d-\d\dT[\d:.]+)Z .*?(\d+) ms\s", line)
+            if m:
+                at = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
+                return at - int(m.group(2)) / 1000 - start
+    return 0.0
 
 
 if __name__ == "__main__":
