@@ -55,15 +55,13 @@ pub fn claimed<P: Send, T: Send>(parts: Vec<P>, threads: usize, work: impl Fn(P)
 }
 
 /// The items of `runs`, each run sorted, in order and each once, merged by
-/// `parts` threads: every run is cut at the same values (evenly spaced
-/// items of the longest run), so that each thread merges one range of
-/// values, and equal items meet on one thread. Merged on one thread, the
-/// MinHash pass's runs of pairs (Weibo: 575,170 pairs in 16 runs) kept the
-/// other core idle for 40–60 ms.
+/// `parts` threads: every run is cut at the same values ([`bounds`]), so
+/// that each thread merges one range of values, and equal items meet on one
+/// thread. Merged on one thread, the MinHash pass's runs of pairs (Weibo:
+/// 575,170 pairs in 16 runs) kept the other core idle for 40–60 ms.
 pub fn merge_distinct<T: Ord + Copy + Send + Sync, R: AsRef<[T]> + Sync>(runs: &[R], parts: usize) -> Vec<T> {
-    let longest = runs.iter().map(AsRef::as_ref).max_by_key(|r| r.len()).unwrap_or(&[]);
-    let parts = parts.clamp(1, longest.len().max(1));
-    let bounds: Vec<T> = (1..parts).map(|p| longest[p * longest.len() / parts]).collect();
+    let bounds = bounds(runs, parts);
+    let parts = bounds.len() + 1;
     // Range p: the items at least bound p − 1 and less than bound p.
     let ranges = (0..parts).map(|p| {
         let slices: Vec<&[T]> = runs
@@ -87,6 +85,35 @@ pub fn merge_distinct<T: Ord + Copy + Send + Sync, R: AsRef<[T]> + Sync>(runs: &
     merged.concat()
 }
 
+/// Items of each run [`bounds`] looks at, for every part asked for.
+const SAMPLES_A_PART: usize = 64;
+
+/// Values that cut the items of `runs` (each sorted) into at most `parts`
+/// ranges of about as many items: every run's items at evenly spaced places,
+/// each standing for the items after it up to the next, sorted, and the ones
+/// at each share of all the items. Cut at evenly spaced items of the longest
+/// run alone, Weibo's MinHash pairs (a hot bucket's many pairs with one
+/// fingerprint in the longest run) were merged in ranges of 8 and 28 ms.
+fn bounds<T: Ord + Copy, R: AsRef<[T]>>(runs: &[R], parts: usize) -> Vec<T> {
+    let mut samples: Vec<(T, usize)> = Vec::new();
+    for run in runs.iter().map(AsRef::as_ref) {
+        let step = (run.len() / (SAMPLES_A_PART * parts)).max(1);
+        samples.extend(run.chunks(step).map(|chunk| (chunk[0], chunk.len())));
+    }
+    samples.sort_unstable_by_key(|&(item, _)| item);
+    let total: usize = samples.iter().map(|&(_, items)| items).sum();
+    let mut bounds = Vec::with_capacity(parts.saturating_sub(1));
+    let mut before = 0;
+    for (item, items) in samples {
+        // Bound p is the first item with at least p / parts of all before it.
+        while bounds.len() + 1 < parts && before * parts >= (bounds.len() + 1) * total {
+            bounds.push(item);
+        }
+        before += items;
+    }
+    bounds
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +135,34 @@ mod tests {
         // Bounds that repeat (the longest run holds one value) leave empty ranges.
         assert_eq!(merge_distinct(&[vec![7; 10], vec![6, 7, 8]], 4), [6, 7, 8]);
         assert_eq!(merge_distinct::<u64, Vec<u64>>(&[], 2), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn runs_are_cut_into_ranges_of_about_as_many_items() {
+        // The longest run holds one value many times (a hub's pairs); the
+        // others spread over every value.
+        let hub: Vec<u64> = vec![500_000; 40_000];
+        let spread: Vec<Vec<u64>> = (0..4u64).map(|r| (0..30_000u64).map(|i| i * 37 + r).collect()).collect();
+        let mut runs = spread.clone();
+        runs.push(hub);
+        let all: usize = runs.iter().map(Vec::len).sum();
+        for parts in [2, 3, 8] {
+            let cut = bounds(&runs, parts);
+            assert_eq!(cut.len(), parts - 1);
+            assert!(cut.windows(2).all(|w| w[0] <= w[1]));
+            // Items of each range: none holds more than its share and a
+            // half, but the hub's, which cannot be cut.
+            let mut edges = vec![0u64];
+            edges.extend(&cut);
+            edges.push(u64::MAX);
+            for w in edges.windows(2) {
+                let items: usize = runs.iter().map(|r| r.iter().filter(|&&x| x >= w[0] && x < w[1]).count()).sum();
+                let hub_items = if (w[0]..w[1]).contains(&500_000) { 40_000 } else { 0 };
+                assert!(items - hub_items <= all * 3 / (2 * parts), "{parts} parts: {items} items in {w:?}");
+            }
+        }
+        assert_eq!(bounds::<u64, Vec<u64>>(&[], 4), Vec::<u64>::new());
+        assert_eq!(bounds(&[vec![1u64, 2, 3, 4]], 2), vec![3]);
     }
 
     #[test]
