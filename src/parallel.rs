@@ -95,6 +95,7 @@ const SAMPLES_A_PART: usize = 64;
 /// run alone, Weibo's MinHash pairs (a hot bucket's many pairs with one
 /// fingerprint in the longest run) were merged in ranges of 8 and 28 ms.
 fn bounds<T: Ord + Copy, R: AsRef<[T]>>(runs: &[R], parts: usize) -> Vec<T> {
+    let parts = parts.max(1);
     let mut samples: Vec<(T, usize)> = Vec::new();
     for run in runs.iter().map(AsRef::as_ref) {
         let step = (run.len() / (SAMPLES_A_PART * parts)).max(1);
@@ -129,7 +130,7 @@ mod tests {
     #[test]
     fn runs_merge_into_their_distinct_items_in_order_whatever_the_threads() {
         let runs = vec![vec![1, 3, 3, 5, 9], vec![], vec![2, 3, 4, 9, 10, 11], vec![0, 9]];
-        for parts in [1, 2, 3, 8, 50] {
+        for parts in [0, 1, 2, 3, 8, 50] {
             assert_eq!(merge_distinct(&runs, parts), [0, 1, 2, 3, 4, 5, 9, 10, 11], "{parts} threads");
         }
         // Bounds that repeat (the longest run holds one value) leave empty ranges.
