@@ -15,8 +15,9 @@ first sample, with the statement that ends next (the log names a statement
 when it ends, so that one was running) and the last one ended.
 `perf report -i OUT.data --time A,B`, with A and B that first sample's time
 (printed) plus a stretch's seconds, then shows what ran in it. Last, each
-stage of the run (its `neardup: STAGE  N ms` line, ending at the log's time
-before that line) with its busy share of the cores and its idle core-ms.
+stage of the run (its `neardup: STAGE  N ms` line; the stages follow each
+other from the start of the log's first statement) with its busy share of
+the cores and its idle core-ms.
 Sampling costs a few per cent, so the run is slower than without it.
 Needs `perf` (Debian's linux-perf) and kernel.perf_event_paranoid <= 2.
 """
@@ -51,12 +52,15 @@ def main():
         busy[int((t - start) / WINDOW)] += 1
     idle = [max(0.0, cores - n / (HZ * WINDOW)) * WINDOW for n in busy]
     print(f"wall {samples[-1] - start:.3f} s from {start:.3f}, {cores} cores, idle {sum(idle):.3f} core-seconds")
-    events, stages = [], []
+    events, stages, first = [], [], 0.0
     with open(out + ".log") as log:
         for line in log:
             m = re.match(r"(\d{4}-\d\d-\d\dT[\d:.]+)Z .*?(\d+) ms\s+(.*)", line)
             if m:
                 at = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
+                if not events:
+                    # The first statement's line comes when it ends.
+                    first = at - int(m.group(2)) / 1000 - start
                 events.append((at - start, m.group(3)[:80]))
             stage = re.match(r"neardup: (\w+)\s+(\d+) ms", line)
             if stage:
@@ -72,7 +76,7 @@ def main():
             ending = bisect.bisect(ends, w * WINDOW)
             running = events[ending][1] if ending < len(events) else "(end)"
             print(f"{w * WINDOW:7.2f} s  idle {stretch * 1000:4.0f} ms  in: {running}  after: {after}")
-    print_stages(stages, idle, first_statement_start(out + ".log", start), cores)
+    print_stages(stages, idle, first, cores)
 
 
 def print_stages(stages, idle, begin, cores):
@@ -88,16 +92,6 @@ def print_stages(stages, idle, begin, cores):
             print(f"| {name} | {seconds * 1000:.0f} | {share:.0%} | {waited * 1000:.0f} |")
         begin += seconds
 
-
-def first_statement_start(log_path, start):
-    """Seconds from the first sample to the start of the log's first statement."""
-    with open(log_path) as log:
-        for line in log:
-            m = re.match(r"(\d{4}-\d\d-\d\dT[\d:.]+)Z .*?(\d+) ms\s", line)
-            if m:
-                at = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
-                return at - int(m.group(2)) / 1000 - start
-    return 0.0
 
 
 if __name__ == "__main__":
