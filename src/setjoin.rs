@@ -275,10 +275,15 @@ mod tests {
                 assert!(t == 1.0 || !expected.is_empty());
             }
         }
-        // The same pairs whichever way they are found.
-        let is_tonight = |i: usize| i < 3;
-        let direct = few_tonight(&views, 0.5, (&[0, 1, 2], is_tonight), |i, j| i < 3 || j < 3);
-        assert_eq!(direct, brute_force(&sets, 0.5, |i, j| i < 3 || j < 3));
+        // The same pairs whichever way they are found: more of tonight's
+        // than FEW_TONIGHT, so that `jaccard_pairs` posts the prefixes, and
+        // the direct comparison of each of them with every set.
+        let tonights: Vec<usize> = (0..FEW_TONIGHT + 3).collect();
+        let is_tonight = |i: usize| i < tonights.len();
+        let wanted = |i: usize, j: usize| is_tonight(i) || is_tonight(j);
+        let direct = few_tonight(&views, 0.5, (&tonights, is_tonight), wanted);
+        assert_eq!(direct, brute_force(&sets, 0.5, wanted));
+        assert!(!direct.is_empty());
         assert_eq!(jaccard_pairs(&views, 0.5, is_tonight, |_, _| true), direct);
     }
 

@@ -195,8 +195,9 @@ mod tests {
         let written = std::fs::read_dir(dir.path().join("out/p=a")).unwrap().next().unwrap().unwrap().path();
         let reader = parquet::file::reader::SerializedFileReader::new(std::fs::File::open(written).unwrap()).unwrap();
         use parquet::file::reader::FileReader;
-        // The partition column was kept, as the statement asked.
+        // The partition column was kept, and the file compressed, as the statement asked.
         assert_eq!(reader.metadata().file_metadata().schema_descr().num_columns(), 2);
+        assert_eq!(reader.metadata().row_group(0).column(0).compression(), parquet::basic::Compression::SNAPPY);
     }
 
     #[tokio::test]

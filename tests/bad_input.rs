@@ -188,6 +188,11 @@ fn duplicate_and_missing_ids_are_refused() {
     write(&file, vec!["a"], texts(&["二"]));
     let second = format!("more={}", other.display());
     ok(&neardup(&["dedup", "-q", "-i", &input, "-i", &second, "-o", out.to_str().unwrap()]));
+    assert_eq!(summary(&out)["documents"].as_u64(), Some(2));
+    let fingerprints = read_dir(&out.join("fingerprints"));
+    let mut both: Vec<(String, String)> = strings(&fingerprints, "source").into_iter().zip(strings(&fingerprints, "id")).collect();
+    both.sort();
+    assert_eq!(both, [("crawl".to_string(), "a".to_string()), ("more".to_string(), "a".to_string())]);
 }
 
 #[test]
@@ -306,8 +311,12 @@ fn bad_input_exits_2_with_a_clear_message() {
     exits_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--user-dict", "/no/dict.txt"]), 2, &["/no/dict.txt"]);
     exits_with(&neardup(&["dedup", "-q", "-i", &news, "-o", o, "--keep", "earliest:when"]), 2, &["no input has the column 'when'"]);
     exits_with(&neardup(&["dedup", "-q", "-i", &news, "-i", &news, "-o", o]), 2, &["both named 'news'"]);
-    // A glob that picks up a non-Parquet file among Parquet ones.
-    exits_with(&neardup(&["dedup", "-q", "-i", &format!("{}/**/*.parquet", dir.path().display()), "-o", o]), 2, &[]);
+    // A glob that picks up a non-Parquet file among Parquet ones: the bad
+    // one is named, whatever order the glob lists them in.
+    let good = dir.path().join("good");
+    std::fs::create_dir_all(&good).unwrap();
+    std::fs::copy(&news, good.join("news.parquet")).unwrap();
+    exits_with(&neardup(&["dedup", "-q", "-i", &format!("{}/**/*.parquet", dir.path().display()), "-o", o]), 2, &["fake.parquet", "not a Parquet file"]);
     assert!(!out.exists(), "a failed run leaves no output");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(leftovers.iter().all(|n| !n.to_string_lossy().contains("staging")), "{leftovers:?}");

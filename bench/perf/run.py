@@ -298,7 +298,7 @@ class Suite:
 
     def join(self):
         rows = []
-        collisions_of = {}
+        collisions_of, pairs_of = {}, {}
         sizes = self.args.join_sizes
         for n in sizes:
             fps = self.work / f"synthetic-{n}.parquet"
@@ -316,9 +316,14 @@ class Suite:
                     r = self.neardup("pairs", "--fingerprints", fps, "--candidates", "simhash", "--verify", "none",
                                      "-k", "3", *plan_args, *extra, "--output", self.work / "join-out", "--overwrite")
                     s = r["summary"]
-                    # The join is exact: every planted pair is found, by every plan.
-                    if s["near_fingerprint_pairs"] < planted:
-                        raise SystemExit(f"join lost pairs: {s['near_fingerprint_pairs']} found, {planted} planted ({fps})")
+                    # The join is exact: every planted pair is found, and every plan and
+                    # limit finds the same pairs (random fingerprints may add a pair by
+                    # chance: about two at 10^7).
+                    found = s["near_fingerprint_pairs"]
+                    if found < planted:
+                        raise SystemExit(f"join lost pairs: {found} found, {planted} planted ({fps})")
+                    if pairs_of.setdefault(n, found) != found:
+                        raise SystemExit(f"join plans disagree: {found} pairs with {plan}, limit {limit}; {pairs_of[n]} before ({fps})")
                     band = s["band_plan"]
                     if (n, band["m"]) not in collisions_of:
                         collisions_of[(n, band["m"])] = self.band_collisions(fps, band["k"], band["m"])

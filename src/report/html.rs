@@ -371,6 +371,7 @@ mod tests {
         r.largest[0].members[0].text = Some("字".repeat(MAX_TEXT_CHARS + 10));
         let page = render(&r, None).unwrap();
         assert!(page.contains(&format!("Cut: the first 1,200 of {} characters.", group(MAX_TEXT_CHARS as u64 + 10))), "the cut is said");
+        assert!(page.contains(&"字".repeat(MAX_TEXT_CHARS)) && !page.contains(&"字".repeat(MAX_TEXT_CHARS + 1)), "and done");
     }
 
     #[test]
