@@ -71,12 +71,24 @@ fn store_rows(store: &Path) -> Vec<BTreeMap<String, String>> {
     rows
 }
 
-/// Start neardup with `args` and kill it after `delay_ms` milliseconds.
-fn run_killed(args: &[&str], delay_ms: u64) {
+/// Start neardup with `args`, wait until it holds `store`'s lease (it has
+/// begun to change the store), and kill it `delay_ms` milliseconds later.
+/// Whether the kill landed: the process was still running, not done before
+/// it (which would test nothing) or stopped before it took the lease.
+fn run_killed(args: &[&str], store: &Path, delay_ms: u64) -> bool {
+    use std::os::unix::process::ExitStatusExt;
     let mut child = Command::new(env!("CARGO_BIN_EXE_neardup")).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let started = std::time::Instant::now();
+    let holds_lease = |pid: u32| {
+        let lease = std::fs::read(store.join("_lease.json")).ok().and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+        lease.is_some_and(|l| l["pid"].as_u64() == Some(u64::from(pid)))
+    };
+    while !holds_lease(child.id()) && child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     std::thread::sleep(Duration::from_millis(delay_ms));
     let _ = child.kill();
-    child.wait().unwrap();
+    child.wait().unwrap().signal() == Some(libc::SIGKILL)
 }
 
 /// Connected components (of two or more documents) of the union of pairs.
@@ -363,11 +375,15 @@ fn a_killed_night_reruns_to_the_same_result() {
     let reports = dir.path().join("reports");
     let (s, r) = (store.to_str().unwrap(), reports.to_str().unwrap());
     ok(&night(dir.path(), s, NIGHTS[0], r, &[]));
-    for delay_ms in [20, 60, 120, 200, 300, 450] {
+    let mut landed = Vec::new();
+    for delay_ms in [0, 10, 30, 60, 120, 200, 300] {
         let input = format!("crawl={}/drops/{{run_id}}/", dir.path().display());
         let output = format!("{r}/{{run_id}}");
-        run_killed(&["dedup", "-q", "-i", &input, "--store", s, "--run-id", NIGHTS[1], "-o", &output], delay_ms);
+        if run_killed(&["dedup", "-q", "-i", &input, "--store", s, "--run-id", NIGHTS[1], "-o", &output], &store, delay_ms) {
+            landed.push(delay_ms);
+        }
     }
+    assert!(landed.len() >= 4, "too few kills landed while the night ran (after {landed:?} ms)");
     for n in &NIGHTS[1..] {
         ok(&night(dir.path(), s, n, r, &[]));
     }
@@ -583,6 +599,17 @@ fn compaction_gives_the_same_next_night() {
     let o = night(dir.path(), store.to_str().unwrap(), NIGHTS[1], compacted.join("reports").to_str().unwrap(), &[]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("a compacted run cannot be replaced"), "{}", stderr(&o));
+
+    // A segment whose summary lists what is no run id (edited by hand) is
+    // refused by name, before a compaction could write or delete by it.
+    let manifest = store.join(format!("segments/seg={}/summary.json", NIGHTS[1]));
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(text.contains(NIGHTS[0]), "{text}");
+    std::fs::write(&manifest, text.replace(NIGHTS[0], "../elsewhere")).unwrap();
+    for command in [&["store", "info"][..], &["store", "compact", "--all"][..]] {
+        let o = neardup(&[command, &["--store", store.to_str().unwrap()][..]].concat());
+        exits_with(&o, 2, &[&format!("segment '{}'", NIGHTS[1]), "lists '../elsewhere', which is not a valid run id", "damaged"]);
+    }
 }
 
 #[test]
@@ -591,11 +618,15 @@ fn a_killed_compaction_leaves_a_store_that_a_rerun_completes() {
     let (store, _) = three_nights(dir.path());
     let s = store.to_str().unwrap();
     let before = stored_content(&store);
-    for delay_ms in [5, 20, 50, 90, 150, 250] {
-        run_killed(&["store", "compact", "--store", s], delay_ms);
+    let mut landed = Vec::new();
+    for delay_ms in [0, 2, 5, 10, 20, 50, 90, 150] {
+        if run_killed(&["store", "compact", "--store", s], &store, delay_ms) {
+            landed.push(delay_ms);
+        }
         // Whatever the moment, the store reads as all its rows, once.
         assert_eq!(stored_content_visible(&store), before, "after a kill at {delay_ms} ms");
     }
+    assert!(landed.len() >= 3, "too few kills landed while the compaction ran (after {landed:?} ms)");
     ok(&neardup(&["store", "compact", "--store", s]));
     let info = store_info(&store);
     assert_eq!(info["segments"].as_array().unwrap().len(), 1, "{info}");
@@ -896,20 +927,17 @@ fn a_night_reads_the_store_by_its_keys_and_reports_what_it_read() {
     assert_eq!(u64s(&batches, "doc_key").iter().flatten().count(), hashes.len() + u64s(&batches, "simhash").iter().filter(|h| h.is_none()).count());
 }
 
-/// The soak test (opt-in: `NEARDUP_SOAK=1 cargo test --test nightly soak -- --nocapture`;
-/// NEARDUP_SOAK_DOCS sets the posts per night, default 2,000): thirty nights
+/// The soak test (opt-in, listed as ignored: `cargo test --test nightly soak -- --ignored
+/// --nocapture`; NEARDUP_SOAK_DOCS sets the posts per night, default 2,000): thirty nights
 /// over consecutive slices of `weibo_reposts` (38,254 identical reposts and
 /// many near ones across nights), against one run over the same posts with
 /// the same frozen IDF model. The store must hold every post once, with the
 /// one-run fingerprint, and the nights' pairs must link exactly the one
 /// run's clusters.
 #[test]
+#[ignore = "thirty nights of Weibo: opt-in, with --ignored"]
 fn soak_thirty_nights_of_weibo_equal_one_run() {
-    if std::env::var_os("NEARDUP_SOAK").is_none() {
-        eprintln!("SKIPPED: the soak test runs with NEARDUP_SOAK=1");
-        return;
-    }
-    let Some(weibo) = shared_data("weibo_reposts.parquet") else { return };
+    let weibo = shared_data("weibo_reposts.parquet").expect("the soak test needs ../shared/data/weibo_reposts.parquet");
     let per_night: usize = std::env::var("NEARDUP_SOAK_DOCS").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
     let dir = tempfile::tempdir().unwrap();
     let nights: Vec<String> = (1..=30).map(|d| format!("2026-06-{d:02}")).collect();
