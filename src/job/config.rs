@@ -450,7 +450,7 @@ impl JobSpec {
             resolve(&mut store.url);
         }
         let f = &mut spec.fingerprint;
-        for p in [&mut f.user_dict, &mut f.stopwords, &mut f.signal_words, &mut f.idf_model, &mut f.save_idf_model]
+        for p in [&mut f.user_dict, &mut f.stopwords, &mut f.signal_words, &mut f.idf_model, &mut f.save_idf_model, &mut f.boilerplate_set]
             .into_iter()
             .flatten()
         {
@@ -568,9 +568,17 @@ mod tests {
     fn job_file_defaults_and_relative_paths() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("job.toml");
-        std::fs::write(&path, "output = \"out\"\n[[input]]\nname = \"a\"\nurl = \"data/a.parquet\"\n").unwrap();
+        let text = "output = \"out\"\n[[input]]\nname = \"a\"\nurl = \"data/a.parquet\"\n\
+                    [fingerprint]\nuser_dict = \"words.txt\"\nboilerplate_set = \"lines.parquet\"\nidf_model = \"s3://b/idf.parquet\"\n";
+        std::fs::write(&path, text).unwrap();
         let spec = JobSpec::from_file(&path).unwrap();
         assert_eq!(spec.inputs[0].url, dir.path().join("data/a.parquet").display().to_string());
+        assert_eq!(spec.output, dir.path().join("out").display().to_string());
+        // Every path in the file, relative to its folder; URLs as they are.
+        let f = &spec.fingerprint;
+        assert_eq!(f.user_dict.as_deref(), Some(dir.path().join("words.txt").display().to_string().as_str()));
+        assert_eq!(f.boilerplate_set.as_deref(), Some(dir.path().join("lines.parquet").display().to_string().as_str()));
+        assert_eq!(f.idf_model.as_deref(), Some("s3://b/idf.parquet"));
         assert_eq!(spec.join.max_hamming, 3);
         assert_eq!(spec.fingerprint.weighting, Weighting::IMPROVED);
         assert_eq!(spec.validate().unwrap(), Checked { keep: KeepRule::SmallestId, tokenizer: Mode::Precise });

@@ -185,6 +185,14 @@ pub async fn read_layout(store: &dyn ObjectStore, root: &ObjectPath, url: &str) 
         let manifest: SegmentManifest = serde_json::from_slice(&bytes).map_err(|e| {
             Error::input(format!("segment '{id}' of store '{url}' has an unreadable summary.json ({e}): the store is damaged"))
         })?;
+        // A compaction names its segment after its last run and deletes the
+        // runs it lists: an id that is no run's would misplace the one and
+        // lose the others.
+        if let Some(bad) = manifest.runs.iter().find(|r| crate::job::config::check_run_id(r).is_err()) {
+            return Err(Error::input(format!(
+                "segment '{id}' of store '{url}' lists '{bad}', which is not a valid run id: the store is damaged"
+            )));
+        }
         segments.push(Segment { id, runs: manifest.runs });
     }
     Ok(layout_of(runs.into_iter().map(|(id, _)| id).collect(), segments))

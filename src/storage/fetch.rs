@@ -208,6 +208,17 @@ async fn file_rows_by_key(
         columns.iter().position(|c| c.path().string() == name).ok_or_else(|| Error::input(format!("'{url}' has no column '{name}'")))
     };
     let col = leaf(&column)?;
+    // The keys are read as UInt64 below (statistics, pages and values): a
+    // file rewritten by another tool may hold them signed or as decimals.
+    match metadata.schema().field_with_name(&column).map(|f| f.data_type()) {
+        Ok(DataType::UInt64) | Err(_) => {}
+        Ok(other) => {
+            return Err(Error::input(format!(
+                "'{url}': column '{column}' holds {other}, not UInt64: the file was not written by neardup, \
+                 or rewritten with another type; write it back as UInt64"
+            )))
+        }
+    }
     let (mut groups, mut selectors) = (Vec::new(), Vec::new());
     for rg in 0..meta.num_row_groups() {
         let pages = pages_to_read(&meta, rg, col, wanted, nulls);
@@ -409,14 +420,34 @@ mod tests {
         assert_eq!(fetched.rows, 3);
     }
 
-    /// A file of fingerprints 0..n, each with its number as id, in pages of 256 rows.
+    /// A file of fingerprints 0..n, each with its number as id, written as
+    /// the store writes its files (pages of 256 rows).
     fn numbered(dir: &std::path::Path, n: u64) -> String {
         use datafusion::arrow::array::{ArrayRef, StringArray};
         use datafusion::arrow::datatypes::{Field, Schema};
         let schema = Arc::new(Schema::new(vec![Field::new("simhash", DataType::UInt64, true), Field::new("id", DataType::Utf8, false)]));
         let columns: Vec<ArrayRef> =
             vec![Arc::new(UInt64Array::from_iter_values(0..n)), Arc::new(StringArray::from_iter_values((0..n).map(|i| i.to_string())))];
-        write(&dir.join("numbered.parquet"), RecordBatch::try_new(schema, columns).unwrap(), 256)
+        let path = dir.join("numbered.parquet");
+        let mut writer = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema.clone(), Some(crate::storage::sorted::writer_properties())).unwrap();
+        writer.write(&RecordBatch::try_new(schema, columns).unwrap()).unwrap();
+        writer.close().unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
+    #[tokio::test]
+    async fn keys_of_another_type_are_refused_by_name() {
+        use datafusion::arrow::array::{ArrayRef, Int64Array, StringArray};
+        use datafusion::arrow::datatypes::{Field, Schema};
+        let dir = tempfile::tempdir().unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("simhash", DataType::Int64, true), Field::new("id", DataType::Utf8, false)]));
+        let columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![-1, 5])), Arc::new(StringArray::from(vec!["a", "b"]))];
+        let file = write(&dir.path().join("signed.parquet"), RecordBatch::try_new(schema, columns).unwrap(), 256);
+        let ctx = SessionContext::new();
+        for take in [Take::All, Take::FirstPer("id")] {
+            let err = rows_by_key(&ctx, std::slice::from_ref(&file), "simhash", &[(vec![5], false)], take, &[]).await.unwrap_err().to_string();
+            assert!(err.contains("signed.parquet': column 'simhash' holds Int64, not UInt64"), "{err}");
+        }
     }
 
     #[tokio::test]
@@ -427,16 +458,22 @@ mod tests {
         let fetch = |wanted: Vec<u64>| {
             let (ctx, file) = (ctx.clone(), file.clone());
             async move {
-                let (rows, _, _) = rows_by_key(&ctx, &[file], "simhash", &[(wanted, false)], Take::All, &[]).await.unwrap();
-                ids(&rows)
+                let (rows, _, fetched) = rows_by_key(&ctx, &[file], "simhash", &[(wanted, false)], Take::All, &[]).await.unwrap();
+                (ids(&rows), fetched.bytes)
             }
         };
         let sparse: Vec<u64> = vec![5, 30_000];
         let dense: Vec<u64> = (0..65_536).step_by(7).collect();
         // Two rows are read by page, one in seven with whole column chunks
-        // (see the choice below): both give exactly the wanted rows.
+        // (see the choice below): both give exactly the wanted rows, and the
+        // pages are a small part of the whole chunks' bytes.
         let names = |keys: &[u64]| keys.iter().map(u64::to_string).collect::<Vec<_>>();
-        assert_eq!((fetch(sparse.clone()).await, fetch(dense.clone()).await), (names(&sparse), names(&dense)));
+        let ((sparse_rows, sparse_bytes), (dense_rows, dense_bytes)) = (fetch(sparse.clone()).await, fetch(dense.clone()).await);
+        assert_eq!((sparse_rows, dense_rows), (names(&sparse), names(&dense)));
+        // (A file as the store writes it: 163,186 bytes, of which the footer and
+        // page index are 16,182 and the id column's dictionary page, which
+        // any page of that column needs, most of the rest of the sparse read.)
+        assert!(sparse_bytes * 3 < dense_bytes, "by page {sparse_bytes} bytes, whole {dense_bytes}");
 
         let meta = ArrowReaderMetadata::load(&std::fs::File::open(&file).unwrap(), ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional)).unwrap();
         let picks = |rows: usize| RowSelection::from(vec![RowSelector::select(rows), RowSelector::skip(65_536 - rows)]);

@@ -167,6 +167,28 @@ fn word_list(text: &str) -> impl Iterator<Item = &str> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
 }
 
+/// The largest frequency a user dictionary may give a word. jieba-rs sums
+/// every word's frequency in a `usize` without a check (a debug build
+/// panics on the overflow, a release build wraps and cuts with nonsense
+/// probabilities); its own dictionary's words sum to about 60 million.
+const MAX_USER_FREQ: u64 = 1_000_000_000_000;
+
+/// Refuse a user dictionary whose frequencies jieba-rs cannot add up,
+/// naming the line: jieba-rs reads a line's second field as the frequency.
+fn check_frequencies(path: &str, text: &[u8]) -> Result<(), String> {
+    for (n, line) in String::from_utf8_lossy(text).lines().enumerate() {
+        let Some(freq) = line.split_whitespace().nth(1).and_then(|f| f.parse::<u64>().ok()) else { continue };
+        if freq > MAX_USER_FREQ {
+            return Err(format!(
+                "user dictionary '{path}', line {}: frequency {freq} is too large (at most {MAX_USER_FREQ}; \
+                 jieba's own words' frequencies add up to about 60 million)",
+                n + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn read_list(path: &str, what: &str) -> Result<String, String> {
     fs::read_to_string(path).map_err(|e| format!("cannot read {what} file '{path}': {e}"))
 }
@@ -176,9 +198,9 @@ impl Analyzer {
     pub fn new(options: &AnalyzerOptions) -> Result<Self, String> {
         let mut jieba = Jieba::new();
         if let Some(path) = &options.user_dict {
-            let file = fs::File::open(path)
-                .map_err(|e| format!("cannot read user dictionary '{path}': {e}"))?;
-            jieba.load_dict(&mut BufReader::new(file)).map_err(|e| {
+            let text = fs::read(path).map_err(|e| format!("cannot read user dictionary '{path}': {e}"))?;
+            check_frequencies(path, &text)?;
+            jieba.load_dict(&mut BufReader::new(text.as_slice())).map_err(|e| {
                 format!("user dictionary '{path}' is not in jieba format (word [freq] [tag] per line): {e}")
             })?;
         }
@@ -597,6 +619,15 @@ mod tests {
         let mut out = Vec::new();
         a.tokens("近重复检测很有用", Mode::Precise, true, &mut out);
         assert_eq!(out[0], Token { term: "近重复检测", pos: "n" });
+        // A frequency jieba-rs cannot add to its total is refused, by line;
+        // the largest allowed is taken.
+        std::fs::write(&dict, format!("近重复检测 100 n\n检测\n超大词 {} n\n", u64::MAX)).unwrap();
+        let err = Analyzer::new(&AnalyzerOptions { user_dict: Some(dict.display().to_string()), ..Default::default() }).unwrap_err();
+        assert!(err.contains("dict.txt', line 3: frequency 18446744073709551615 is too large"), "{err}");
+        std::fs::write(&dict, format!("超大词 {MAX_USER_FREQ} n\n")).unwrap();
+        let a = Analyzer::new(&AnalyzerOptions { user_dict: Some(dict.display().to_string()), ..Default::default() }).unwrap();
+        a.tokens("超大词很有用", Mode::Precise, true, &mut out);
+        assert!(out.contains(&Token { term: "超大词", pos: "n" }), "{out:?}");
     }
 
     /// Texts whose words jieba-rs cuts in every way: dictionary words,

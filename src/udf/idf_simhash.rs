@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use datafusion::arrow::array::{new_null_array, Array, ArrayRef, AsArray, FixedSizeBinaryBuilder, Int64Array, ListArray, StructArray, UInt64Array};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::compute::{cast, cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, UInt64Type};
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
@@ -133,6 +133,10 @@ impl Options {
         };
         let n = match (weighting.needs_idf(), n) {
             (true, None) => return exec_err!("idf_simhash: weighting '{weighting}' needs the corpus size n"),
+            // Every idf over no documents is 0 or not a number: every fingerprint would be 0.
+            (true, Some(n)) if !(n.is_finite() && n > 0.0) => {
+                return exec_err!("idf_simhash: 'n' must be a positive number of documents, got {n}")
+            }
             (_, n) => n.unwrap_or(0.0),
         };
         let idfs = match (weighting.needs_idf(), scalar_str(args, 1, name, "model")?) {
@@ -334,10 +338,20 @@ fn read_df_file(url: &str, into: &mut Vec<(u64, f64)>) -> Result<()> {
     for batch in builder.with_projection(mask).build()? {
         let batch = batch?;
         let (hi, di) = (batch.schema().index_of("hash")?, batch.schema().index_of("df")?);
-        let hashes = cast(batch.column(hi), &DataType::UInt64)?;
-        let dfs = cast(batch.column(di), &DataType::Float64)?;
+        // Strict casts: a value that does not convert (a negative hash of a
+        // signed column, say) is an error, not a NULL whose row is left out.
+        let strict = CastOptions { safe: false, ..Default::default() };
+        let column = |i: usize, to: &DataType, what: &str| {
+            let converted = cast_with_options(batch.column(i), to, &strict)
+                .map_err(|e| execution(format!("df table '{url}': column {what} does not convert to {to} ({e}): write it as {to}")))?;
+            match converted.null_count() {
+                0 => Ok(converted),
+                nulls => Err(execution(format!("df table '{url}': {nulls} row(s) without a {what}: every term needs its hash and df"))),
+            }
+        };
+        let (hashes, dfs) = (column(hi, &DataType::UInt64, "hash")?, column(di, &DataType::Float64, "df")?);
         let (hashes, dfs) = (hashes.as_primitive::<UInt64Type>(), dfs.as_primitive::<Float64Type>());
-        into.extend((0..batch.num_rows()).filter(|&i| hashes.is_valid(i) && dfs.is_valid(i)).map(|i| (hashes.value(i), dfs.value(i))));
+        into.extend(hashes.values().iter().copied().zip(dfs.values().iter().copied()));
     }
     Ok(())
 }

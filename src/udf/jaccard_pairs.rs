@@ -119,6 +119,11 @@ fn group_pairs(fingerprints: &ArrayRef, sets: &ArrayRef, flags: &ArrayRef, t: f6
     }
     let values = sets.values().as_primitive::<UInt64Type>().clone();
     let views = (0..sets.len()).map(|i| Ok(set_values(&sets, &values, i, "jaccard_pairs")?.unwrap_or(&[]))).collect::<Result<Vec<_>>>()?;
+    // The join's filters read each set in order: an unsorted one would
+    // lose its pairs without a word.
+    if let Some(i) = views.iter().position(|v| !v.windows(2).all(|w| w[0] < w[1])) {
+        return exec_err!("jaccard_pairs: term set {} of the group is not sorted and distinct: build term sets with term_set", i + 1);
+    }
     let (f, tonight) = (fingerprints.values(), |i: usize| flags.is_valid(i) && flags.value(i));
     let wanted = |i: usize, j: usize| f[i] != f[j];
     Ok(jaccard_pairs(&views, t, tonight, wanted).into_iter().map(|(i, j)| (f[i], f[j])).collect())

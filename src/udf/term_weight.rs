@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::arrow::array::{Array, Float64Array};
+use datafusion::arrow::array::{Array, Float64Builder};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::cast::{as_float64_array, as_struct_array};
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result};
@@ -76,19 +76,27 @@ impl ScalarUDFImpl for TermWeight {
         if weighting.needs_idf() && n.null_count() == n.len() {
             return exec_err!("term_weight: weighting '{weighting}' needs the corpus size n");
         }
-        let out: Float64Array = (0..stats.len())
-            .map(|i| {
-                if stats.is_null(i) {
-                    return None;
+        let mut out = Float64Builder::with_capacity(stats.len());
+        for i in 0..stats.len() {
+            // A row whose corpus size is unknown has no weight (as one
+            // without statistics), rather than the weight of an idf of 0.
+            if stats.is_null(i) || (weighting.needs_idf() && n.is_null(i)) {
+                out.append_null();
+                continue;
+            }
+            let factors = factors.get(i);
+            // A term missing from the document frequencies counts as df = 1.
+            let df = if df.is_valid(i) { df.value(i) } else { 1.0 };
+            let idf = match weighting.needs_idf() {
+                true if !(n.value(i).is_finite() && n.value(i) > 0.0) => {
+                    return exec_err!("term_weight: 'n' must be a positive number of documents, got {}", n.value(i))
                 }
-                let factors = factors.get(i);
-                // A term missing from the document frequencies counts as df = 1.
-                let df = if df.is_valid(i) { df.value(i) } else { 1.0 };
-                let idf = if weighting.needs_idf() { formula.idf(df, n.value(i)) } else { 1.0 };
-                Some(weighting.weight(&factors, idf))
-            })
-            .collect();
-        finish(Arc::new(out), all_scalar)
+                true => formula.idf(df, n.value(i)),
+                false => 1.0,
+            };
+            out.append_value(weighting.weight(&factors, idf));
+        }
+        finish(Arc::new(out.finish()), all_scalar)
     }
 
     fn documentation(&self) -> Option<&Documentation> {
@@ -105,7 +113,7 @@ impl ScalarUDFImpl for TermWeight {
                 &[
                     ("t", "An element of term_stats(...)."),
                     ("df", "Documents of the corpus containing the term (NULL: 1)."),
-                    ("n", "Documents of the corpus with at least one term."),
+                    ("n", "Documents of the corpus with at least one term, positive (NULL: a NULL weight)."),
                     ("weighting", "none, tf, tfidf, improved (default), or improved:F+F… with only the factors named (pos, length, signal, title)."),
                     ("formula", "standard (default) or df-plus-one."),
                 ],
