@@ -217,6 +217,20 @@ fn saved_idf_model_reproduces_the_fingerprints() {
     let rows: usize = m.iter().map(|b| b.num_rows()).sum();
     assert_eq!(rows as u64, s["idf"]["terms"].as_u64().unwrap());
     assert!(strings(&m, "term").iter().any(|t| t == "北京"));
+    // Hashes and terms are distinct: written without a dictionary, which
+    // the writer would build only to give up. Document frequencies repeat
+    // and keep theirs.
+    {
+        use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+        let reader = SerializedFileReader::new(std::fs::File::open(&model).unwrap()).unwrap();
+        for group in reader.metadata().row_groups() {
+            for column in group.columns() {
+                let name = column.column_path().string();
+                let has_dictionary = column.dictionary_page_offset().is_some();
+                assert_eq!(has_dictionary, name == "df", "column {name}: dictionary {has_dictionary}");
+            }
+        }
+    }
 
     // Loading it gives the same fingerprints as computing it.
     let second = dir.path().join("second");

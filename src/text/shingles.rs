@@ -50,27 +50,80 @@ fn is_unspaced(c: char) -> bool {
 /// a word by `hash64` of its bytes, a character by a mix of its code point
 /// (most tokens of Chinese text; a hash of three bytes would cost as much as
 /// the rest of the sketch).
+///
+/// The text is walked a byte at a time. ASCII, and the three bytes of a
+/// character of the unified Han block (U+4E00–U+9FFF, lead bytes E4–E9),
+/// are told apart from their bytes alone; only the rest is decoded and
+/// classified in full ([`Class::of`]): on Chinese articles the sketch takes
+/// 7.7 % fewer instructions than when every character was decoded and tested
+/// against every range (docs/performance.md).
 fn token_hashes(text: &str, out: &mut Vec<u64>) {
     out.clear();
+    let bytes = text.as_bytes();
     let mut word_start = None;
-    for (i, c) in text.char_indices() {
-        let unspaced = is_unspaced(c);
-        let in_word = !unspaced && super::is_letter_or_digit(c);
-        match (in_word, word_start) {
-            (true, None) => word_start = Some(i),
-            (false, Some(start)) => {
-                out.push(hash64(text[start..i].as_bytes()));
+    let mut i = 0;
+    while i < bytes.len() {
+        let (class, len) = match bytes[i] {
+            b if b < 0x80 => (if b.is_ascii_alphanumeric() { Class::Word } else { Class::Gap }, 1),
+            0xE4..=0xE9 if unified_han(bytes, i) => (Class::Unspaced(utf8_three(bytes, i)), 3),
+            _ => {
+                // A char boundary: every step above moved by a whole character.
+                let c = text[i..].chars().next().unwrap_or_default();
+                (Class::of(c), c.len_utf8())
+            }
+        };
+        match (class, word_start) {
+            (Class::Word, None) => word_start = Some(i),
+            (Class::Word, Some(_)) => {}
+            (_, Some(start)) => {
+                out.push(hash64(&bytes[start..i]));
                 word_start = None;
             }
-            _ => {}
+            (_, None) => {}
         }
-        if unspaced {
+        if let Class::Unspaced(c) = class {
             out.push(mix(u64::from(c) ^ CHARACTER_SEED));
         }
+        i += len;
     }
     if let Some(start) = word_start {
-        out.push(hash64(text[start..].as_bytes()));
+        out.push(hash64(&bytes[start..]));
     }
+}
+
+/// What a character is to the sketch: a token of its own (its code point),
+/// part of a word, or a gap between tokens.
+#[derive(Clone, Copy)]
+enum Class {
+    Unspaced(u32),
+    Word,
+    Gap,
+}
+
+impl Class {
+    fn of(c: char) -> Class {
+        if is_unspaced(c) {
+            Class::Unspaced(c as u32)
+        } else if super::is_letter_or_digit(c) {
+            Class::Word
+        } else {
+            Class::Gap
+        }
+    }
+}
+
+/// The code point of the three-byte character at `bytes[i]` (valid UTF-8).
+#[inline]
+fn utf8_three(bytes: &[u8], i: usize) -> u32 {
+    (u32::from(bytes[i] & 0x0F) << 12) | (u32::from(bytes[i + 1] & 0x3F) << 6) | u32::from(bytes[i + 2] & 0x3F)
+}
+
+/// Whether the character at `bytes[i]`, whose lead byte is E4–E9 (U+4000–
+/// U+9FFF), is in the unified Han block U+4E00–U+9FFF: all of E5–E9's, and
+/// E4's from its second byte B8 on.
+#[inline]
+fn unified_han(bytes: &[u8], i: usize) -> bool {
+    bytes[i] > 0xE4 || bytes[i + 1] >= 0xB8
 }
 
 /// Keeps the characters' hashes apart from small numbers.
@@ -126,11 +179,16 @@ impl Sketcher {
         let first = SKETCH_SIZE + SKETCH_SIZE / 4;
         if shingles > 2 * first {
             let below = ((first as u64) << 32) / shingles as u64;
+            // Every hash is written, and kept (the next written past it)
+            // only when below the cut: about a quarter are, at random, which
+            // a branch on it could not predict.
+            out.resize(shingles, 0);
+            let mut kept = 0;
             roll(&self.tokens, |h| {
-                if u64::from(h) < below {
-                    out.push(h);
-                }
+                out[kept] = h;
+                kept += usize::from(u64::from(h) < below);
             });
+            out.truncate(kept);
             if cut_to_distinct(out, SKETCH_SIZE) {
                 return;
             }
@@ -238,6 +296,50 @@ mod tests {
         let mut u = Vec::new();
         token_hashes("北京天安门 hello  world 2024", &mut u);
         assert_eq!(t, u);
+    }
+
+    /// The tokens as the characters' own classes give them, one decoded
+    /// character at a time: what [`token_hashes`]' byte-level steps must equal.
+    fn tokens_by_characters(text: &str) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut word_start = None;
+        for (i, c) in text.char_indices() {
+            let unspaced = is_unspaced(c);
+            let in_word = !unspaced && crate::text::is_letter_or_digit(c);
+            match (in_word, word_start) {
+                (true, None) => word_start = Some(i),
+                (false, Some(start)) => {
+                    out.push(hash64(text[start..i].as_bytes()));
+                    word_start = None;
+                }
+                _ => {}
+            }
+            if unspaced {
+                out.push(mix(u64::from(c) ^ CHARACTER_SEED));
+            }
+        }
+        if let Some(start) = word_start {
+            out.push(hash64(text[start..].as_bytes()));
+        }
+        out
+    }
+
+    #[test]
+    fn tokens_from_bytes_are_the_tokens_of_the_characters() {
+        // Every code point of the blocks the byte-level steps tell apart
+        // (ASCII, lead bytes E4-E9 on both sides of U+4E00, the rest of the
+        // Basic Multilingual Plane and beyond it), alone, inside words and
+        // between Han characters.
+        let points = (0u32..0x3_0000).step_by(7).chain(0x3FF0..0x4F10).chain(0x9FF0..0xA010);
+        let chars: Vec<char> = points.filter_map(char::from_u32).collect();
+        let mut texts: Vec<String> = chars.chunks(40).map(|c| c.iter().collect()).collect();
+        texts.extend(chars.iter().map(|c| format!("ab{c}cd 中{c}文 {c}")));
+        texts.extend(["", "a", "中", "abc", "中文 English 混合 text2024 ，。", "\u{4DFF}\u{4E00}x\u{9FFF}\u{A000}y"].map(String::from));
+        let mut tokens = Vec::new();
+        for text in &texts {
+            token_hashes(text, &mut tokens);
+            assert_eq!(tokens, tokens_by_characters(text), "{text:?}");
+        }
     }
 
     #[test]
