@@ -99,9 +99,16 @@ fn classify(bytes: &[u8], i: usize) -> Option<(usize, Class)> {
 
 /// Whether a character whose UTF-8 begins with bytes `b0`, `b1` is in
 /// U+4E00–U+9FFF (lead byte E4 with a second byte from B8, or E5–E9).
+/// The shingle sketch's tokens use it too (shingles.rs).
 #[inline]
-fn is_unified_han(b0: u8, b1: u8) -> bool {
+pub(super) fn is_unified_han(b0: u8, b1: u8) -> bool {
     matches!(b0, 0xE5..=0xE9) || (b0 == 0xE4 && b1 >= 0xB8)
+}
+
+/// The code point of the three-byte UTF-8 character at `bytes[i]`.
+#[inline]
+pub(super) fn three_byte_code(bytes: &[u8], i: usize) -> u32 {
+    u32::from(bytes[i] & 0x0F) << 12 | u32::from(bytes[i + 1] & 0x3F) << 6 | u32::from(bytes[i + 2] & 0x3F)
 }
 
 /// [`classify`] of a character that is not ASCII, from its code point.
@@ -110,8 +117,7 @@ fn classify_decoded(bytes: &[u8], i: usize, b: u8) -> Option<(usize, Class)> {
     if b & 0xF0 != 0xE0 {
         return Some((if b >= 0xF0 { 4 } else { 2 }, Class::Composes));
     }
-    let code = u32::from(b & 0x0F) << 12 | u32::from(bytes[i + 1] & 0x3F) << 6 | u32::from(bytes[i + 2] & 0x3F);
-    let c = char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
+    let c = char::from_u32(three_byte_code(bytes, i)).unwrap_or(char::REPLACEMENT_CHARACTER);
     let class = match kind(c) {
         Kind::Stable => Class::Copy,
         Kind::Wide if narrow(c).is_whitespace() => Class::Space,

@@ -25,6 +25,7 @@
 //! documents and kept for every stored one, and 512 hashes cost a long
 //! article's run 0.3 s more for an error of 0.01 less (docs/quality.md).
 
+use super::normalize::{is_unified_han, three_byte_code};
 use crate::fingerprint::hash64;
 use crate::minhash::mix;
 use crate::sets::intersection;
@@ -65,7 +66,7 @@ fn token_hashes(text: &str, out: &mut Vec<u64>) {
     while i < bytes.len() {
         let (class, len) = match bytes[i] {
             b if b < 0x80 => (if b.is_ascii_alphanumeric() { Class::Word } else { Class::Gap }, 1),
-            0xE4..=0xE9 if unified_han(bytes, i) => (Class::Unspaced(utf8_three(bytes, i)), 3),
+            b @ 0xE4..=0xE9 if is_unified_han(b, bytes[i + 1]) => (Class::Unspaced(three_byte_code(bytes, i)), 3),
             _ => {
                 // A char boundary: every step above moved by a whole character.
                 let c = text[i..].chars().next().unwrap_or_default();
@@ -110,20 +111,6 @@ impl Class {
             Class::Gap
         }
     }
-}
-
-/// The code point of the three-byte character at `bytes[i]` (valid UTF-8).
-#[inline]
-fn utf8_three(bytes: &[u8], i: usize) -> u32 {
-    (u32::from(bytes[i] & 0x0F) << 12) | (u32::from(bytes[i + 1] & 0x3F) << 6) | u32::from(bytes[i + 2] & 0x3F)
-}
-
-/// Whether the character at `bytes[i]`, whose lead byte is E4–E9 (U+4000–
-/// U+9FFF), is in the unified Han block U+4E00–U+9FFF: all of E5–E9's, and
-/// E4's from its second byte B8 on.
-#[inline]
-fn unified_han(bytes: &[u8], i: usize) -> bool {
-    bytes[i] > 0xE4 || bytes[i + 1] >= 0xB8
 }
 
 /// Keeps the characters' hashes apart from small numbers.
