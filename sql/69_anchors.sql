@@ -12,8 +12,9 @@
 -- (`in_clusters`, 59_in_clusters.sql, or a night's view), a stored one from
 -- `stored_term_sets`, where the night fetched its fingerprint's first stored
 -- document (NULL for a document stored before sketches were kept).
--- Written once, because the pairs join it three times: as part of their
--- statement, it was ranked three times.
+-- Made once, because the pairs join it three times: as part of their
+-- statement, it was ranked three times. A work table: in memory when the
+-- run's work is (query::work_table), else written and read back.
 COPY (
   WITH everyone AS (
     SELECT simhash, source, id, 1 AS tonight, shingles FROM in_clusters

@@ -168,7 +168,7 @@ pub(super) async fn run_stages(run: &mut Run<'_>, stages: &[Stage], mut night: O
                     release_documents(run.ctx, held)?;
                 }
             }
-            Stage::CorpusDf => carried.idf = corpus_df_stage(run, carried.corpus_n).await?,
+            Stage::CorpusDf => carried.idf = corpus_df_stage(run, carried.corpus_n, night.is_none()).await?,
             Stage::Fingerprints => {
                 // A one-shot join's check of copies reads the fingerprints whole, next.
                 let hold = stages.contains(&Stage::Pairs) && run.job.spec.join.verify.measure().is_some();

@@ -10,12 +10,13 @@ use datafusion::prelude::SessionContext;
 use super::line_set::LineSet;
 use super::context::Run;
 use super::inputs::{repeated_ids_table, surviving_rows, view_of_first_rows};
-use super::query::{collect_with, column_u64, first_per_id_in_memory, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS, WORK_BATCH_ROWS};
+use super::query::{collect, collect_with, column_u64, work_table, first_per_id_in_memory, scalar_u64, sorted_in_memory, work_table_with, WHOLE_FILE_SCANS, WORK_BATCH_ROWS};
 use super::sql::{self, render, table, Param};
 use super::summary::{FingerprintSettings, IdfSummary};
 use super::tables::{materialize, materialize_held, swap_table, FileMetadata, METADATA_KEY};
 use super::candidates::minhash_expression;
 use crate::error::{Error, Result};
+use crate::udf::HeldDf;
 use crate::storage::{copy_file, parquet_key_values, register_parquet};
 
 /// How the statements that run a costly function on every document
@@ -170,8 +171,12 @@ pub(super) struct IdfModel {
     /// Its files and version, as `idf_simhash` takes them.
     pub files: (String, String),
     pub n_docs: u64,
-    /// The df table: a work file or the model the run was given.
+    /// The df table: a work file, the model the run was given, or the
+    /// location of `held`.
     pub location: String,
+    /// The df table in memory, kept for as long as the run lasts (only
+    /// dropped: `idf_simhash` finds it by its location).
+    _held: Option<HeldDf>,
 }
 
 /// What stage `corpus_df` leaves: its summary, and the model the
@@ -184,15 +189,26 @@ pub(super) struct Idf {
 
 /// Stage `corpus_df`: corpus document frequencies, or a saved model.
 /// Computed also for weightings without idf when a model is to be saved.
-pub(super) async fn corpus_df_stage(run: &mut Run<'_>, corpus_n: u64) -> Result<Idf> {
+/// With `may_hold` (a one-shot run) and the work in memory, the counted
+/// table stays in memory unless it is to be saved: nothing but this run's
+/// fingerprints reads it, and written to a work file it was encoded at the
+/// end of its statement and decoded at the start of the next, each on one
+/// core. A store's night keeps the file, which becomes the store's model.
+pub(super) async fn corpus_df_stage(run: &mut Run<'_>, corpus_n: u64, may_hold: bool) -> Result<Idf> {
     let (ctx, fp, settings) = (run.ctx, &run.job.spec.fingerprint, &run.job.settings);
     run.progress.begin("corpus_df", None);
+    let hold = may_hold && fp.idf_model.is_none() && fp.save_idf_model.is_none() && crate::session::work_in_memory(ctx);
     let (n_docs, source, location) = match &fp.idf_model {
         Some(model) => (load_idf_model(ctx, model, settings).await?, model.clone(), model.clone()),
         None => {
             let df_path = run.out.staged("_work/corpus_df.parquet");
-            let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None, shingles: None, vectors: None, min_shared: None, boilerplate_set: None };
-            materialize(ctx, sql::CORPUS_DF, &[], &df_path, table::CORPUS_DF, Some(&meta)).await?;
+            match hold {
+                true => work_table(ctx, &render(sql::CORPUS_DF, &[("path", Param::Text(&df_path))]), &df_path, table::CORPUS_DF).await?,
+                false => {
+                    let meta = FileMetadata { settings: settings.for_idf_model(), idf_n_docs: Some(corpus_n), idf_model: None, minhash: None, shingles: None, vectors: None, min_shared: None, boilerplate_set: None };
+                    materialize(ctx, sql::CORPUS_DF, &[], &df_path, table::CORPUS_DF, Some(&meta)).await?;
+                }
+            }
             if let Some(save) = &fp.save_idf_model {
                 copy_file(ctx, &df_path, save).await?;
             }
@@ -201,9 +217,14 @@ pub(super) async fn corpus_df_stage(run: &mut Run<'_>, corpus_n: u64) -> Result<
     };
     let terms = scalar_u64(ctx, "SELECT count(*) FROM corpus_df").await?;
     run.progress.done("corpus_df", format!("{terms} terms over {n_docs} documents"));
-    let model = match fp.weighting.needs_idf() {
-        true => Some(IdfModel { files: model_files(ctx, &location).await?, n_docs, location }),
-        false => None,
+    let model = match (fp.weighting.needs_idf(), hold) {
+        (false, _) => None,
+        (true, false) => Some(IdfModel { files: model_files(ctx, &location).await?, n_docs, location, _held: None }),
+        (true, true) => {
+            let held = HeldDf::of(&collect(ctx, "SELECT hash, df FROM corpus_df").await?)?;
+            let location = held.location().to_string();
+            Some(IdfModel { files: (location.clone(), location.clone()), n_docs, location, _held: Some(held) })
+        }
     };
     Ok(Idf { summary: Some(IdfSummary { source, n_docs, terms, saved_to: fp.save_idf_model.clone() }), model })
 }

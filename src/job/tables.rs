@@ -14,7 +14,7 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::catalog::TableProvider;
 use datafusion::prelude::SessionContext;
 
-use super::query::{collect, column_u64, copy_and_hold, with_settings, work_batches, LATE_MATERIALIZATION};
+use super::query::{collect, column_u64, copy_and_hold, with_settings, work_batches, work_table, LATE_MATERIALIZATION};
 use super::sql::{self, render, table, Param, Statement};
 use super::summary::{FingerprintSettings, SharedText};
 use crate::error::{Error, Result};
@@ -118,8 +118,9 @@ pub(super) fn swap_table(ctx: &SessionContext, name: &str, replacement: Arc<dyn 
 pub(super) async fn pairs_table(ctx: &SessionContext, out: &OutputDir, meta: Option<&FileMetadata>) -> Result<SharedText> {
     let anchors = out.staged("_work/anchors.parquet");
     with_settings(ctx, &[LATE_MATERIALIZATION], async {
-        collect(ctx, &render(sql::ANCHORS, &[("path", Param::Text(&anchors))])).await?;
-        register_parquet(ctx, table::ANCHORS, &anchors).await?;
+        // In memory when the work is: written, its sketches were encoded on
+        // one core and decoded again by the pairs' three joins.
+        work_table(ctx, &render(sql::ANCHORS, &[("path", Param::Text(&anchors))]), &anchors, table::ANCHORS).await?;
         materialize(ctx, sql::PAIRS, &[], &out.staged("pairs/part-00000.parquet"), table::PAIRS, meta).await
     })
     .await?;

@@ -8,12 +8,15 @@
 //! grouping: the df table is read once per process and kept in memory,
 //! keyed by its location and version. Every node of a cluster reads it for
 //! itself, as it builds its own analyzer, so the function stays stateless
-//! from the plan's point of view.
+//! from the plan's point of view. An embedded run may instead hold the df
+//! table it counted in memory ([`HeldDf`]), at a `held:` location that only
+//! its own process can read.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
-use datafusion::arrow::array::{new_null_array, Array, ArrayRef, AsArray, FixedSizeBinaryBuilder, Int64Array, ListArray, StructArray, UInt64Array};
+use datafusion::arrow::array::{new_null_array, Array, ArrayRef, AsArray, FixedSizeBinaryBuilder, Int64Array, ListArray, RecordBatch, StructArray, UInt64Array};
 use datafusion::arrow::compute::{cast, cast_with_options, CastOptions};
 use datafusion::arrow::datatypes::{DataType, Field, Fields, Float64Type, UInt64Type};
 use datafusion::common::{exec_err, plan_err, DataFusionError, Result, ScalarValue};
@@ -302,7 +305,10 @@ fn idf_table(urls: &str, version: &str, formula: IdfFormula, n: f64) -> Result<A
     CACHE.get_or_load(format!("{urls}\n{version}\n{formula}\n{:x}", n.to_bits()), || {
         let mut rows = Vec::new();
         for url in urls.lines().filter(|u| !u.is_empty()) {
-            read_df_file(url, &mut rows)?;
+            match held_rows(url)? {
+                Some(held) => rows.extend_from_slice(&held),
+                None => read_df_file(url, &mut rows)?,
+            }
         }
         Ok(IdfTable { by_hash: table_of(rows, |df| formula.idf(df, n)), missing: formula.idf(1.0, n) })
     })
@@ -336,24 +342,94 @@ fn read_df_file(url: &str, into: &mut Vec<(u64, f64)>) -> Result<()> {
     let rows = builder.metadata().file_metadata().num_rows();
     into.reserve(usize::try_from(rows).unwrap_or(0));
     for batch in builder.with_projection(mask).build()? {
-        let batch = batch?;
-        let (hi, di) = (batch.schema().index_of("hash")?, batch.schema().index_of("df")?);
-        // Strict casts: a value that does not convert (a negative hash of a
-        // signed column, say) is an error, not a NULL whose row is left out.
-        let strict = CastOptions { safe: false, ..Default::default() };
-        let column = |i: usize, to: &DataType, what: &str| {
-            let converted = cast_with_options(batch.column(i), to, &strict)
-                .map_err(|e| execution(format!("df table '{url}': column {what} does not convert to {to} ({e}): write it as {to}")))?;
-            match converted.null_count() {
-                0 => Ok(converted),
-                nulls => Err(execution(format!("df table '{url}': {nulls} row(s) without a {what}: every term needs its hash and df"))),
-            }
-        };
-        let (hashes, dfs) = (column(hi, &DataType::UInt64, "hash")?, column(di, &DataType::Float64, "df")?);
-        let (hashes, dfs) = (hashes.as_primitive::<UInt64Type>(), dfs.as_primitive::<Float64Type>());
-        into.extend(hashes.values().iter().copied().zip(dfs.values().iter().copied()));
+        rows_of(&batch?, url, into)?;
     }
     Ok(())
+}
+
+/// The (hash, df) rows of a batch of a df table (columns `hash` and `df`),
+/// appended to `into`; `url` names the table in errors.
+fn rows_of(batch: &RecordBatch, url: &str, into: &mut Vec<(u64, f64)>) -> Result<()> {
+    let schema = batch.schema();
+    let (Ok(hi), Ok(di)) = (schema.index_of("hash"), schema.index_of("df")) else {
+        return exec_err!("idf_simhash: df table '{url}' lacks the columns hash and df");
+    };
+    // Strict casts: a value that does not convert (a negative hash of a
+    // signed column, say) is an error, not a NULL whose row is left out.
+    let strict = CastOptions { safe: false, ..Default::default() };
+    let column = |i: usize, to: &DataType, what: &str| {
+        let converted = cast_with_options(batch.column(i), to, &strict)
+            .map_err(|e| execution(format!("df table '{url}': column {what} does not convert to {to} ({e}): write it as {to}")))?;
+        match converted.null_count() {
+            0 => Ok(converted),
+            nulls => Err(execution(format!("df table '{url}': {nulls} row(s) without a {what}: every term needs its hash and df"))),
+        }
+    };
+    let (hashes, dfs) = (column(hi, &DataType::UInt64, "hash")?, column(di, &DataType::Float64, "df")?);
+    let (hashes, dfs) = (hashes.as_primitive::<UInt64Type>(), dfs.as_primitive::<Float64Type>());
+    into.extend(hashes.values().iter().copied().zip(dfs.values().iter().copied()));
+    Ok(())
+}
+
+/// Where a df table held in memory is found: `held:` and a number.
+const HELD_SCHEME: &str = "held:";
+
+/// The df tables held in memory by the runs that made them, by location.
+static HELD: Mutex<Vec<(String, Arc<Vec<(u64, f64)>>)>> = Mutex::new(Vec::new());
+
+/// A df table held in memory for `idf_simhash`, under [`HeldDf::location`],
+/// as long as this lives. An embedded one-shot run, whose work tables are
+/// in memory, weighs its fingerprints with the df table it has just
+/// counted: written to a work file, that table was encoded on one core at
+/// the end of its statement and read back, decoded and checked again on
+/// one core at the start of the next (docs/performance.md, "The df table
+/// held in memory").
+pub struct HeldDf {
+    location: String,
+}
+
+impl HeldDf {
+    /// Hold the (hash, df) rows of `batches`, a df table's.
+    pub fn of(batches: &[RecordBatch]) -> Result<HeldDf> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let location = format!("{HELD_SCHEME}corpus_df/{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        let mut rows = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
+        for batch in batches {
+            rows_of(batch, &location, &mut rows)?;
+        }
+        held().push((location.clone(), Arc::new(rows)));
+        Ok(HeldDf { location })
+    }
+
+    /// The location to give `idf_simhash` as its `model`; its version is
+    /// the location itself (no table is held twice under one).
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+}
+
+impl Drop for HeldDf {
+    fn drop(&mut self) {
+        held().retain(|(location, _)| *location != self.location);
+    }
+}
+
+/// The held tables; a panic while one was held leaves them all still right.
+fn held() -> std::sync::MutexGuard<'static, Vec<(String, Arc<Vec<(u64, f64)>>)>> {
+    HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The rows of the table held at `url`; `None` for any other location.
+fn held_rows(url: &str) -> Result<Option<Arc<Vec<(u64, f64)>>>> {
+    if !url.starts_with(HELD_SCHEME) {
+        return Ok(None);
+    }
+    match held().iter().find(|(location, _)| location == url) {
+        Some((_, rows)) => Ok(Some(rows.clone())),
+        None => exec_err!(
+            "idf_simhash: the df table '{url}' was held in memory by a run that has ended: give the location of a df table's files (--save-idf-model writes one)"
+        ),
+    }
 }
 
 /// A file's bytes: local paths directly, object-store URLs through a store
@@ -379,6 +455,35 @@ pub(super) fn fetch(url: &str) -> std::result::Result<Bytes, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_held_df_table_weighs_as_its_rows_do_and_only_while_held() {
+        use datafusion::arrow::array::Int64Array;
+        let hashes: Vec<u64> = (0..5000u64).map(|i| crate::fingerprint::hash64(&i.to_le_bytes())).collect();
+        let dfs: Vec<i64> = (0..5000).map(|i| i % 97 + 1).collect();
+        let batch = |range: std::ops::Range<usize>| {
+            let hash: ArrayRef = Arc::new(UInt64Array::from(hashes[range.clone()].to_vec()));
+            let df: ArrayRef = Arc::new(Int64Array::from(dfs[range].to_vec()));
+            RecordBatch::try_from_iter([("hash", hash), ("df", df)]).unwrap()
+        };
+        let held = HeldDf::of(&[batch(0..3000), batch(3000..5000)]).unwrap();
+        let other = HeldDf::of(&[batch(0..10)]).unwrap();
+        assert_ne!(held.location(), other.location());
+        let (formula, n) = (IdfFormula::Standard, 12_345.0);
+        let table = idf_table(held.location(), held.location(), formula, n).unwrap();
+        assert_eq!((table.by_hash.len(), table.missing), (5000, formula.idf(1.0, n)));
+        for (h, df) in hashes.iter().zip(&dfs) {
+            assert_eq!(table.by_hash.get(h), Some(&formula.idf(*df as f64, n)));
+        }
+        let location = other.location().to_string();
+        drop(other);
+        let ended = idf_table(&location, &location, formula, n).err().unwrap().to_string();
+        assert!(ended.contains("held in memory by a run that has ended") && ended.contains(&location), "{ended}");
+        // A table without the columns is named.
+        let bad = RecordBatch::try_from_iter([("h", Arc::new(UInt64Array::from(vec![1u64])) as ArrayRef)]).unwrap();
+        let error = HeldDf::of(&[bad]).err().unwrap().to_string();
+        assert!(error.contains("lacks the columns hash and df"), "{error}");
+    }
 
     #[test]
     fn the_table_holds_every_hash_with_its_last_row() {

@@ -44,7 +44,7 @@ mod term_weight;
 mod tokenize;
 mod tokenize_tagged;
 
-pub use idf_simhash::vector_type;
+pub use idf_simhash::{vector_type, HeldDf};
 pub use shingle_sketch::sketch_type;
 pub use term_stats::term_fields;
 
