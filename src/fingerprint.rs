@@ -194,46 +194,85 @@ pub fn similarity(a: u64, b: u64) -> f64 {
 
 /// For each bit, the sum of the weights of the features whose hash sets it.
 ///
-/// The weights are summed by the value of each of the hash's 16 nibbles
-/// (16 additions a term, none of them waiting on a branch), and each bit's
-/// sum is taken from the eight values of its nibble that set it, once at
-/// the end. Adding each weight to the bits its hash sets, found one by one
-/// by their trailing zeros, took about 30 ns a term, most of it in
-/// mispredicted branches; this takes 6, and costs less from 4 terms on.
-/// It was a fifth of Heybox's fingerprints' statement.
+/// Adding each weight to the bits its hash sets, found one by one by their
+/// trailing zeros, took about 30 ns a term, most of it in mispredicted
+/// branches (it was a fifth of Heybox's fingerprints' statement). A few
+/// terms (a short post's) are added nibble by nibble under a mask of the
+/// bits each nibble's value sets ([`gained_term_by_term`]); more are summed
+/// by the value of each of the hash's 16 nibbles, and each bit's sum taken
+/// once from the values that set it ([`gained_by_nibble_value`]), which
+/// costs more at first and less a term. Where they cross was measured in
+/// instructions (valgrind's callgrind, docs/performance.md).
 fn gained_by_bit(features: &[(u64, i64)]) -> [i64; 64] {
+    match features.len() <= FEW_TERMS {
+        true => gained_term_by_term(features),
+        false => gained_by_nibble_value(features),
+    }
+}
+
+/// Terms up to which [`gained_term_by_term`] takes fewer instructions than
+/// [`gained_by_nibble_value`] (about 44 a term against 65, and 270 a
+/// document against 860).
+const FEW_TERMS: usize = 4;
+
+/// For each value of a nibble, a mask a bit: all ones where the value sets it.
+const NIBBLE_MASKS: [[i64; 4]; 16] = {
+    let mut out = [[0i64; 4]; 16];
+    let mut value = 0;
+    while value < 16 {
+        let mut bit = 0;
+        while bit < 4 {
+            out[value][bit] = -((value as i64 >> bit) & 1);
+            bit += 1;
+        }
+        value += 1;
+    }
+    out
+};
+
+/// [`gained_by_bit`] a term at a time: each nibble of its hash adds the
+/// weight to the four bits its value sets, through a mask, with no branch.
+fn gained_term_by_term(features: &[(u64, i64)]) -> [i64; 64] {
     let mut gained = [0i64; 64];
+    for &(hash, w) in features {
+        for (n, four) in gained.chunks_exact_mut(4).enumerate() {
+            let masks = &NIBBLE_MASKS[((hash >> (4 * n)) & 15) as usize];
+            for (g, mask) in four.iter_mut().zip(masks) {
+                *g += w & mask;
+            }
+        }
+    }
+    gained
+}
+
+/// [`gained_by_bit`] by nibble value: the weights summed by the value of
+/// each nibble (16 additions a term); then, for each nibble, its values
+/// folded in halves: bit 3 is set by values 8 to 15; folding the upper half
+/// onto the lower leaves the sums by value modulo 8, of which 4 to 7 set
+/// bit 2; folding again, 2 and 3 modulo 4 set bit 1, and 1 and 3 bit 0 (24
+/// additions a nibble, where taking each bit's eight values one by one took
+/// 28 and as many loads).
+fn gained_by_nibble_value(features: &[(u64, i64)]) -> [i64; 64] {
     let mut by_nibble = [[0i64; 16]; 16];
     for &(hash, w) in features {
         for (n, sums) in by_nibble.iter_mut().enumerate() {
             sums[((hash >> (4 * n)) & 15) as usize] += w;
         }
     }
-    for (sums, gained) in by_nibble.iter().zip(gained.chunks_exact_mut(4)) {
-        for (g, values) in gained.iter_mut().zip(&NIBBLES_SETTING) {
-            *g = values.iter().map(|&v| sums[v]).sum();
+    let mut gained = [0i64; 64];
+    for (sums, four) in by_nibble.iter().zip(gained.chunks_exact_mut(4)) {
+        let mut mod8 = [0i64; 8];
+        for (v, m) in mod8.iter_mut().enumerate() {
+            *m = sums[v] + sums[v + 8];
         }
+        let mod4 = [mod8[0] + mod8[4], mod8[1] + mod8[5], mod8[2] + mod8[6], mod8[3] + mod8[7]];
+        four[3] = sums[8..].iter().sum();
+        four[2] = mod8[4] + mod8[5] + mod8[6] + mod8[7];
+        four[1] = mod4[2] + mod4[3];
+        four[0] = mod4[1] + mod4[3];
     }
     gained
 }
-
-/// For each bit of a nibble, the eight nibble values that set it.
-const NIBBLES_SETTING: [[usize; 8]; 4] = {
-    let mut out = [[0; 8]; 4];
-    let mut bit = 0;
-    while bit < 4 {
-        let (mut value, mut i) = (0, 0);
-        while value < 16 {
-            if value >> bit & 1 == 1 {
-                out[bit][i] = value;
-                i += 1;
-            }
-            value += 1;
-        }
-        bit += 1;
-    }
-    out
-};
 
 #[cfg(test)]
 mod tests {
@@ -281,6 +320,23 @@ mod tests {
         right.merge(&SimHasher::from_bytes(&left.to_bytes()).unwrap());
         assert_eq!(forward, backward);
         assert_eq!(right.finish(), forward);
+    }
+
+    #[test]
+    fn both_ways_of_summing_by_bit_are_the_definition() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for n in [0usize, 1, 2, 3, 4, 5, 9, 64] {
+            let features: Vec<(u64, i64)> = (0..n).map(|_| (next(), (next() % 2_000_001) as i64 - 1_000_000)).collect();
+            let defined: [i64; 64] = std::array::from_fn(|j| features.iter().filter(|(h, _)| h >> j & 1 == 1).map(|(_, w)| w).sum());
+            assert_eq!(gained_term_by_term(&features), defined, "{n} terms, term by term");
+            assert_eq!(gained_by_nibble_value(&features), defined, "{n} terms, by nibble value");
+        }
     }
 
     #[test]

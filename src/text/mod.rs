@@ -12,7 +12,7 @@ mod stats;
 mod tokenize;
 mod words;
 
-pub use lines::{format_set, line_hashes, parse_set, strip_lines};
+pub use lines::{format_set, line_hashes, line_hashes_into, parse_set, strip_lines};
 pub use normalize::{normalize, normalize_at_most, normalize_into};
 pub use stats::{DocStats, StatsScratch, TermStat};
 pub use words::{HashKeyed, IdentityHasher, WordSet};

@@ -9,7 +9,7 @@ use datafusion::common::Result;
 use datafusion::logical_expr::{ColumnarValue, Documentation, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility};
 
 use super::args::{coerce_text_then_settings, doc, finish, to_arrays, Strings};
-use crate::text::line_hashes;
+use crate::text::line_hashes_into;
 
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct LineHashes {
@@ -38,12 +38,17 @@ impl ScalarUDFImpl for LineHashes {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let (arrays, all_scalar) = to_arrays(&args.args, args.number_rows)?;
         let texts = Strings::try_new(&arrays[0], self.name(), "text")?;
-        let mut out = ListBuilder::new(UInt64Builder::new());
-        let mut buf = String::new();
-        for i in 0..arrays[0].len() {
+        let rows = arrays[0].len();
+        // About a line a row: short posts are one, and longer texts' hashes
+        // grow the values as they come.
+        let mut out = ListBuilder::with_capacity(UInt64Builder::with_capacity(rows), rows);
+        let (mut buf, mut hashes) = (String::new(), Vec::new());
+        for i in 0..rows {
             match texts.get(i) {
                 Some(text) => {
-                    out.values().append_slice(&line_hashes(text, &mut buf));
+                    hashes.clear();
+                    line_hashes_into(text, &mut buf, &mut hashes);
+                    out.values().append_slice(&hashes);
                     out.append(true);
                 }
                 None => out.append(false),
