@@ -322,15 +322,19 @@ mod tests {
         assert_eq!(right.finish(), forward);
     }
 
-    #[test]
-    fn both_ways_of_summing_by_bit_are_the_definition() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
+    /// A xorshift generator of hashes from `seed`, for the tests' features.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
-        };
+        }
+    }
+
+    #[test]
+    fn both_ways_of_summing_by_bit_are_the_definition() {
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
         for n in [0usize, 1, 2, 3, 4, 5, 9, 64] {
             let features: Vec<(u64, i64)> = (0..n).map(|_| (next(), (next() % 2_000_001) as i64 - 1_000_000)).collect();
             let defined: [i64; 64] = std::array::from_fn(|j| features.iter().filter(|(h, _)| h >> j & 1 == 1).map(|(_, w)| w).sum());
@@ -341,13 +345,7 @@ mod tests {
 
     #[test]
     fn votes_added_at_once_are_the_votes_added_one_by_one() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
         for n in [0usize, 1, 2, 7, 15, 16, 17, 64, 500] {
             let features: Vec<(u64, i64)> = (0..n).map(|i| (next(), (next() % 5_000_000) as i64 - (i % 3 == 0) as i64 * 1_000_000)).collect();
             let (mut one, mut all) = (SimHasher::default(), SimHasher::default());
