@@ -45,6 +45,18 @@ pub(super) async fn collect(ctx: &SessionContext, statement: &str) -> Result<Vec
 /// keeps few of a file's rows (a join's dynamic filter reaches the scan).
 pub(super) const LATE_MATERIALIZATION: (&str, &str) = ("datafusion.execution.parquet.pushdown_filters", "true");
 
+/// Hash joins that collect their build side whole on every partition
+/// instead of repartitioning both sides by the key: for a statement that
+/// joins many wide rows against a few keys.
+const COLLECTED_JOINS: (&str, &str) = ("datafusion.optimizer.repartition_joins", "false");
+
+/// [`COLLECTED_JOINS`] when the run's work is in memory, where every side
+/// of a join is small enough to collect; a run under a memory limit or on
+/// a cluster keeps the engine's partitioned joins.
+pub(super) fn collected_joins_in_memory(ctx: &SessionContext) -> Option<(&'static str, &'static str)> {
+    crate::session::work_in_memory(ctx).then_some(COLLECTED_JOINS)
+}
+
 /// Read each input file whole instead of by byte ranges. The ranges of a
 /// file of one Parquet row group leave all its rows in one partition, on one
 /// core; read whole, its batches are dealt round robin to every core.
