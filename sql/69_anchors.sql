@@ -15,10 +15,11 @@
 -- Made once, because the pairs join it three times: as part of their
 -- statement, it was ranked three times. The documents are ranked without
 -- their sketches, and a tonight's anchor's sketch is joined back from
--- `in_clusters` on (source, id), unique in a run: ranked with them, every
--- sketch of every document in a cluster was moved and sorted for the few
--- anchors (Weibo: 203,712 rows, 390 MB through the sort, for 27,894). A work table: in memory when the
--- run's work is (query::work_table), else written and read back.
+-- `in_clusters` on (simhash, source, id), one document in a run: ranked
+-- with them, every sketch of every document in a cluster was moved and
+-- sorted for the few anchors (Weibo: 203,712 documents for 27,894).
+-- A work table: in memory when the run's work is (query::work_table), else
+-- written and read back.
 COPY (
   WITH everyone AS (
     SELECT simhash, source, id, 1 AS tonight FROM in_clusters
