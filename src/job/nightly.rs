@@ -33,7 +33,7 @@ use super::config::JoinOptions;
 use super::context::{Job, Run};
 use super::stages::Idf;
 use super::progress::Progress;
-use super::query::{collect, column_u64, scalar_u64, strings, with_wide_rows};
+use super::query::{collect, column_u64, scalar_u64, strings, with_settings, with_wide_rows, work_table, LATE_MATERIALIZATION};
 use super::sql::{self, render, table, Param};
 use super::store_run::StoreRun;
 use super::summary::{content_identity, SharedText, StoreReads, StoreSummary, Summary};
@@ -252,7 +252,16 @@ async fn night_report(ctx: &SessionContext, out: &OutputDir, meta: &FileMetadata
     // fingerprints are made distinct first: the engine builds its semi join
     // on the subquery, and probing a key held by 38,000 reposts walks all of
     // them for each (Weibo as a night: the anchors and the pairs 8 s each).
-    create_view(ctx, table::IN_CLUSTERS, "SELECT * FROM eligible WHERE simhash IN (SELECT DISTINCT simhash FROM clusters)").await?;
+    // Made once, with what the anchors and the pairs read of it: they read it
+    // three times, and as a view each read scanned tonight's fingerprints
+    // and probed the clusters again.
+    let members = out.staged("_work/in_clusters.parquet");
+    let statement = format!(
+        "COPY (SELECT source, id, simhash, shingles FROM eligible WHERE simhash IN (SELECT DISTINCT simhash FROM clusters)) TO {} STORED AS PARQUET {}",
+        literal(&members),
+        sql::WORK_FILE
+    );
+    with_settings(ctx, &[LATE_MATERIALIZATION], work_table(ctx, &statement, &members, table::IN_CLUSTERS)).await?;
     let shared_text = pairs_table(ctx, out, Some(meta)).await?;
     let counts = collect(
         ctx,
