@@ -25,9 +25,9 @@
 //! bins: nothing for long documents (all bins filled), but thousands for a
 //! post of two or three terms. Each bin's probe sequence is the same for
 //! every set, so it is tabled once ([`visits`]): sparse sets take the filled
-//! bin of least first visit, for all bins at once in f passes over a column
-//! of K first visits (a minimum that vectorises), the others the first
-//! filled bin in the order of visits, in O((K − f) · K / f) lookups.
+//! bin of least rank in each bin's order of visits, for all bins at once in
+//! f passes over a column of K ranks (a minimum that vectorises), the others
+//! the first filled bin in that order, in O((K − f) · K / f) lookups.
 //!
 //! The band keys are what the join and the store use: band `b`'s key hashes
 //! its `rows` bin values together with `b`, so keys of different bands never
@@ -174,15 +174,13 @@ impl MinHashPlan {
     }
 }
 
-/// Sets with at most this many filled bins are densified by columns of first
-/// visits ([`MinHasher::signature`]); measured the faster way up to here for
+/// Sets with at most this many filled bins are densified by columns of
+/// ranks ([`MinHasher::signature`]); measured the faster way up to here for
 /// 128 bins.
 const SPARSE: usize = 48;
 
-/// Bits of a bin's index in [`Visits::first`]: enough for [`MAX_PERMUTATIONS`].
-const BIN_BITS: u32 = 10;
-const BIN_MASK: u32 = (1 << BIN_BITS) - 1;
-const _: () = assert!(MAX_PERMUTATIONS <= 1 << BIN_BITS);
+/// A bin's rank in another's order of visits is a `u16`.
+const _: () = assert!(MAX_PERMUTATIONS <= 1 << 16);
 
 /// One-permutation MinHash of one plan, applied set after set.
 pub struct MinHasher {
@@ -191,9 +189,9 @@ pub struct MinHasher {
     /// Whether a term fell into each bin.
     filled: Vec<bool>,
     filled_list: Vec<usize>,
-    /// Per bin, the least first visit of a filled bin seen so far, with that
-    /// bin (sparse sets, [`MinHasher::signature`]).
-    nearest: Vec<u32>,
+    /// Per bin, the least rank of a filled bin in its order of visits seen
+    /// so far (sparse sets, [`MinHasher::signature`]).
+    nearest: Vec<u16>,
     /// The densified signature (`bins` with the empty bins filled).
     signature: Vec<u64>,
     /// [`visits`] of the plan's bins, shared by every hasher.
@@ -326,18 +324,20 @@ fn probe(i: usize, k: usize, filled: &[bool]) -> usize {
 /// once per number of bins and shared (about K · ln K mixes a bin: 0.1 ms
 /// for 128 bins).
 struct Visits {
-    /// For every bin `j` and every other bin `i`, the attempt at which `i`'s
-    /// probe sequence first reaches `j`, shifted above `j` itself
-    /// (`first[j * k + i] = attempt << BIN_BITS | j`, `u32::MAX` on the
-    /// diagonal): the first filled bin of `i`'s sequence is the filled bin of
-    /// least first visit, and the least of these values names it. A filled
-    /// bin's column, contiguous, is compared with every bin's best so far at
-    /// once.
-    first: Vec<u32>,
-    /// For every bin `i`, the other bins in the order its probe sequence
-    /// first reaches them (`k − 1` a row): the first filled one of the row
-    /// is the bin probing finds, without a mix per attempt.
+    /// For every bin `i`, `i` itself and then the other bins in the order
+    /// its probe sequence first reaches them (`k` a row): the first filled
+    /// one of the row is `i` when `i` is filled, else the bin probing finds,
+    /// without a mix per attempt.
     order: Vec<u16>,
+    /// For every bin `j` and every bin `i`, the place of `j` in `i`'s row of
+    /// `order` (`rank[j * k + i]`, 0 on the diagonal): the first filled bin
+    /// of `i`'s row is the filled bin of least rank. A filled bin's column,
+    /// contiguous, is compared with every bin's least so far at once, 16
+    /// bits a bin: eight bins an SSE2 instruction (`u32` first visits took
+    /// about five instructions for four bins, as SSE2 has no unsigned 32-bit
+    /// minimum), and the table of 128 bins is 32 KiB, within a core's L1
+    /// cache.
+    rank: Vec<u16>,
 }
 
 fn visits(k: usize) -> Arc<Visits> {
@@ -346,25 +346,26 @@ fn visits(k: usize) -> Arc<Visits> {
     if let Some((_, table)) = tables.iter().find(|(bins, _)| *bins == k) {
         return table.clone();
     }
-    let mut first = vec![u32::MAX; k * k];
-    let mut order = Vec::with_capacity(k * k.saturating_sub(1));
+    let mut rank = vec![u16::MAX; k * k];
+    let mut order = Vec::with_capacity(k * k);
     for i in 0..k {
-        let mut unseen = k - 1;
+        rank[i * k + i] = 0;
+        order.push(i as u16);
+        // K ln K attempts see every bin, on average: 620 for 128 bins.
         let mut attempt = 1u64;
-        while unseen > 0 {
-            let j = probe_step(i, attempt, k);
-            if j != i && first[j * k + i] == u32::MAX {
-                // K ln K attempts see every bin, on average: 620 for 128 bins,
-                // 7,100 for the largest plan, far below the 2^22 allowed.
-                let attempt = u32::try_from(attempt).ok().filter(|&a| a < 1 << (32 - BIN_BITS)).expect("probe sequences reach every bin early");
-                first[j * k + i] = attempt << BIN_BITS | j as u32;
-                order.push(j as u16);
-                unseen -= 1;
-            }
-            attempt += 1;
+        for place in 1..k {
+            let j = loop {
+                let j = probe_step(i, attempt, k);
+                attempt += 1;
+                if rank[j * k + i] == u16::MAX {
+                    break j;
+                }
+            };
+            rank[j * k + i] = place as u16;
+            order.push(j as u16);
         }
     }
-    let table = Arc::new(Visits { first, order });
+    let table = Arc::new(Visits { order, rank });
     tables.push((k, table.clone()));
     table
 }
@@ -410,10 +411,10 @@ impl MinHasher {
         // bin its own probe sequence reaches (at least one bin is filled).
         // Probing costs about K / f mixes per empty bin, which for a post of
         // two or three terms is thousands per document. The tables answer the
-        // same question by lookups: for a sparse set, the least first visit
-        // among the f filled bins, found for all bins at once by comparing
-        // each filled bin's column of first visits with the best so far (f
-        // passes over K values, which vectorise); for a denser one, the first
+        // same question by lookups: for a sparse set, the least rank among
+        // the f filled bins, found for all bins at once by comparing each
+        // filled bin's column of ranks with the least so far (f passes over
+        // K values, which vectorise); for a denser one, the first
         // filled bin in the order of visits (about K / f lookups a bin, no
         // mix). The values are copied into `signature`, apart from `bins`:
         // written in place, each read had to wait for the writes before it.
@@ -423,22 +424,20 @@ impl MinHasher {
         let (bins, filled) = (&bins[..], &filled[..]);
         if f <= SPARSE {
             nearest.clear();
-            nearest.resize(k, u32::MAX);
+            nearest.resize(k, u16::MAX);
             for &j in filled_list.iter() {
-                let column = &visits.first[j * k..(j + 1) * k];
-                for (nearest, &visit) in nearest.iter_mut().zip(column) {
-                    *nearest = (*nearest).min(visit);
+                let column = &visits.rank[j * k..(j + 1) * k];
+                for (nearest, &rank) in nearest.iter_mut().zip(column) {
+                    *nearest = (*nearest).min(rank);
                 }
             }
-            // A filled bin keeps its own value.
-            for &j in filled_list.iter() {
-                nearest[j] = j as u32;
-            }
-            signature.extend(nearest.iter().map(|&from| bins[(from & BIN_MASK) as usize]));
+            // A filled bin is first in its own row, so it keeps its value.
+            let rows = visits.order.chunks_exact(k);
+            signature.extend(nearest.iter().zip(rows).map(|(&place, row)| bins[row[place as usize] as usize]));
         } else {
             signature.extend_from_slice(bins);
             for (i, value) in signature.iter_mut().enumerate().filter(|&(i, _)| !filled[i]) {
-                let row = &visits.order[i * (k - 1)..(i + 1) * (k - 1)];
+                let row = &visits.order[i * k..(i + 1) * k];
                 *value = bins[row.iter().map(|&j| j as usize).find(|&j| filled[j]).expect("a filled bin")];
             }
         }
