@@ -14,6 +14,10 @@
 //! - two sets with Jaccard ≥ t share at least ⌈t·n⌉ of the larger one's n
 //!   terms, so each shares a term within its first n − ⌈t·n⌉ + 1 (its
 //!   *prefix*); only pairs that meet in their prefixes are looked at;
+//! - sets are taken smallest first, so a set is only ever looked up by
+//!   sets at least as large, with which it shares at least ⌈2t/(1+t)·n⌉ of
+//!   its own n terms: it is posted for its first n − ⌈2t/(1+t)·n⌉ + 1
+//!   terms (PPJoin's indexing prefix), fewer than it looks up with;
 //! - a pair whose sizes differ too much (n_small < t·n_large) cannot reach t;
 //! - when a pair meets at positions i and j, the terms after them bound the
 //!   overlap it can still reach; below the overlap that t needs, the pair is
@@ -35,6 +39,17 @@ const SLACK: f64 = 1e-9;
 /// whatever the other set's size.
 fn least_overlap(n: usize, t: f64) -> usize {
     ((t * n as f64 - SLACK).ceil().max(1.0) as usize).min(n)
+}
+
+/// The least overlap with a set of `n` terms that Jaccard `t` allows with a
+/// set at least as large: t/(1+t)·(n+m) for m ≥ n is at least 2t/(1+t)·n.
+/// The sets are posted in the order of their sizes, so every set that looks
+/// one up is at least as large, and a set is posted for its first
+/// n − this + 1 terms only (PPJoin's indexing prefix), fewer than it looks
+/// up with (`least_overlap`: the other set may be smaller). The first term
+/// two sets share, in the group's order, lies within both prefixes.
+fn least_overlap_with_larger(n: usize, t: f64) -> usize {
+    ((2.0 * t / (1.0 + t) * n as f64 - SLACK).ceil().max(1.0) as usize).min(n)
 }
 
 /// Whether two sets of `n` and `m` terms that share `overlap` can reach
@@ -90,6 +105,7 @@ pub fn jaccard_pairs(sets: &[&[u64]], t: f64, tonight: impl Fn(usize) -> bool, w
         let terms = &ranked.sets[x];
         let n = terms.len();
         let prefix = n - least_overlap(n, t) + 1;
+        let posted = n - least_overlap_with_larger(n, t) + 1;
         let smallest = t * n as f64 - SLACK;
         let (ours, sides) = match tonight(x) {
             true => (0, 0..2),
@@ -120,7 +136,7 @@ pub fn jaccard_pairs(sets: &[&[u64]], t: f64, tonight: impl Fn(usize) -> bool, w
             }
             met[y] = 0;
         }
-        for (i, &w) in terms[..prefix].iter().enumerate() {
+        for (i, &w) in terms[..posted].iter().enumerate() {
             postings[ours][w as usize].push(Posting { set: x as u32, at: i as u32, size: n as u32 });
         }
     }
@@ -245,6 +261,35 @@ mod tests {
     }
 
     #[test]
+    fn sets_of_every_size_equal_brute_force() {
+        // Sets of 1 to 40 terms, whose posted prefixes are shorter than the
+        // prefixes they look up with by up to a third, at thresholds where
+        // the two differ and where they do not; half of them tonight's.
+        let mut rng = rand::rngs::StdRng::seed_from_u64(19);
+        let mut sets: Vec<Vec<u64>> = Vec::new();
+        for i in 0..250 {
+            let mut set: Vec<u64> = match (i % 5, sets.last()) {
+                // A near copy of the set before: one term swapped for another,
+                // so that pairs sit near every threshold.
+                (4, Some(before)) => before.iter().skip(1).copied().chain([rng.random_range(0..60)]).collect(),
+                _ => (0..rng.random_range(1..=40)).map(|_| rng.random_range(0..60)).collect(),
+            };
+            set.sort_unstable();
+            set.dedup();
+            sets.push(set);
+        }
+        let views: Vec<&[u64]> = sets.iter().map(Vec::as_slice).collect();
+        let tonight = |i: usize| i % 2 == 0;
+        for t in [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.9] {
+            let expected = brute_force(&sets, t, |_, _| true);
+            assert_eq!(jaccard_pairs(&views, t, |_| true, |_, _| true), expected, "t {t}");
+            let with_tonight = brute_force(&sets, t, |i, j| tonight(i) || tonight(j));
+            assert_eq!(jaccard_pairs(&views, t, tonight, |_, _| true), with_tonight, "t {t}, half tonight's");
+            assert!(!with_tonight.is_empty(), "t {t}");
+        }
+    }
+
+    #[test]
     fn only_wanted_pairs_are_kept() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         let sets = bucket(&mut rng, 200, 10);
@@ -312,6 +357,10 @@ mod tests {
         assert!(jaccard_pairs(&[], 0.5, |_| true, |_, _| true).is_empty());
         assert_eq!(least_overlap(3, 0.5), 2);
         assert_eq!(least_overlap(4, 0.5), 2);
+        // With a set at least as large: 2 of 2, 2 of 3, 3 of 4 for 0.5; so
+        // sets of 2 and 4 terms are posted for 1 and 2 of them, not 2 and 3.
+        assert_eq!([2, 3, 4, 9].map(|n| least_overlap_with_larger(n, 0.5)), [2, 2, 3, 6]);
+        assert_eq!(least_overlap_with_larger(5, 1.0), 5);
         // Sets of 2 and 3 terms need 2 shared for 0.5; of 4 and 4, 3 for 0.6.
         let share = |t: f64| t / (1.0 + t);
         assert!(reaches(2, (2, 3), share(0.5)) && !reaches(1, (2, 3), share(0.5)));
