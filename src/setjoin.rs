@@ -263,8 +263,8 @@ mod tests {
     #[test]
     fn sets_of_every_size_equal_brute_force() {
         // Sets of 1 to 40 terms, whose posted prefixes are shorter than the
-        // prefixes they look up with by up to a third, at thresholds where
-        // the two differ and where they do not; half of them tonight's.
+        // prefixes they look up with by up to a third (at t = 0.5), at seven
+        // thresholds; all of them tonight's, then half of them.
         let mut rng = rand::rngs::StdRng::seed_from_u64(19);
         let mut sets: Vec<Vec<u64>> = Vec::new();
         for i in 0..250 {
