@@ -42,14 +42,10 @@ fn least_overlap(n: usize, t: f64) -> usize {
 }
 
 /// The least overlap with a set of `n` terms that Jaccard `t` allows with a
-/// set at least as large: t/(1+t)·(n+m) for m ≥ n is at least 2t/(1+t)·n.
-/// The sets are posted in the order of their sizes, so every set that looks
-/// one up is at least as large, and a set is posted for its first
-/// n − this + 1 terms only (PPJoin's indexing prefix), fewer than it looks
-/// up with (`least_overlap`: the other set may be smaller). The first term
-/// two sets share, in the group's order, lies within both prefixes.
+/// set at least as large: t/(1+t)·(n+m) for m ≥ n is at least 2t/(1+t)·n
+/// (the bound of a set's indexing prefix; see the module docs).
 fn least_overlap_with_larger(n: usize, t: f64) -> usize {
-    ((2.0 * t / (1.0 + t) * n as f64 - SLACK).ceil().max(1.0) as usize).min(n)
+    least_overlap(n, 2.0 * t / (1.0 + t))
 }
 
 /// Whether two sets of `n` and `m` terms that share `overlap` can reach
