@@ -88,7 +88,9 @@ const _: () = assert!(std::mem::size_of::<(u64, (i64, Term))>() == 32);
 /// A term held by [`DfCounts`]: its bytes, with their length in the last
 /// byte, or (for longer terms) its byte range in the counts' `text`, with
 /// `u8::MAX` in the last byte.
-#[derive(Debug, Clone, Copy)]
+/// Two short terms are equal as entries exactly when their bytes are: the
+/// bytes past a term's length are always zero ([`Term::inline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Term([u8; INLINE + 1]);
 
 /// Copy `src` (at most 15 bytes) to the front of `dst`, leaving the rest
@@ -218,10 +220,9 @@ impl DfCounts {
                 match table.get_mut(&slot_key(hash)) {
                     Some((count, kept)) => {
                         *count += 1;
-                        // Nearly always the same word: its 16 bytes compared
-                        // at once, not by a call to compare strings (the
-                        // statement's largest cost after the probes).
-                        if term.0 != kept.0 && term.bytes(text) < kept.bytes(text) {
+                        // Nearly always the same word: the 16-byte entries
+                        // compared at once, the strings only when they differ.
+                        if term != *kept && term.bytes(text) < kept.bytes(text) {
                             *kept = term;
                         }
                     }
