@@ -404,6 +404,16 @@ mod tests {
     }
 
     #[test]
+    fn a_fingerprint_on_two_rows_is_found_wherever_they_are() {
+        let mut fingerprints: Vec<u64> = (0..5000u64).map(|i| crate::minhash::mix(i)).collect();
+        assert!(one_row_each(&fingerprints));
+        fingerprints[4321] = fingerprints[17];
+        assert!(!one_row_each(&fingerprints));
+        assert!(!one_row_each(&[9, 3, 7, 3]));
+        assert!(one_row_each(&[]));
+    }
+
+    #[test]
     fn tables_the_first_band_rule_does_not_fit_are_left_to_the_statements() {
         let sets: Vec<&[u64]> = vec![&[5], &[6]];
         // One fingerprint on two rows; row 0's first key as row 1's second
