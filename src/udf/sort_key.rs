@@ -10,7 +10,8 @@
 //! one column too (docs/performance.md).
 //!
 //! Strings, what the job sorts by (sources and ids), are written by
-//! [`push_string`]: each value's bytes as they are, ended by one byte.
+//! [`push_string`]: a byte that says whether the value is NULL, then its
+//! bytes as they are (a zero byte escaped) and a closing byte.
 //! Arrow's row format, which any other type still takes, writes a string
 //! in blocks of eight bytes, each followed by a byte that says whether
 //! more follow: the keys of the pairs of 150,000 Weibo posts (four strings
@@ -188,6 +189,8 @@ mod tests {
         let by_strings = order("sort_key(s, i), n").await;
         assert_eq!(by_strings, order("s, i, n").await);
         assert_eq!(by_strings, vec![5, 3, 9, 1, 4, 7, 2, 8, 6]);
+        // Every string layout takes it: views and large strings.
+        assert_eq!(order("sort_key(arrow_cast(s, 'Utf8View'), arrow_cast(i, 'LargeUtf8')), n").await, by_strings);
     }
 
     /// Every place of a zero byte in strings of every length to 24, and
@@ -208,8 +211,9 @@ mod tests {
     }
 
     /// Keys of string columns order as the columns do, for tuples of short
-    /// strings over bytes that the key writes specially (0, 1, 2 and 255
-    /// within a character), NULLs, empty strings and prefixes of each other.
+    /// strings over U+0 (the byte the key escapes), U+1 and U+2 (its own
+    /// bytes for a present value and a NULL) and characters of two bytes,
+    /// with NULLs, empty strings and prefixes of each other.
     #[test]
     fn string_keys_order_as_the_strings_do() {
         use rand::{Rng, SeedableRng};
