@@ -716,7 +716,8 @@ fn fingerprints_of(dir: &Path, ids: Vec<String>, texts: Vec<String>) -> std::pat
 /// words, each in five documents, all in one row group. With the default
 /// the writer gave the dictionary up past its first MiB and wrote the rest
 /// of the hashes plain, eight bytes each (Heybox's 231,174 distinct terms:
-/// the term sets 21.8 MB instead of 11.8).
+/// the term sets 21.8 MB instead of 11.8). The same file's fingerprints
+/// and sketches are uncompressed, its ids and term sets zstd's.
 #[test]
 fn term_sets_keep_their_dictionary_on_a_large_vocabulary() {
     use datafusion::parquet::basic::PageType;
@@ -744,6 +745,13 @@ fn term_sets_keep_their_dictionary_on_a_large_vocabulary() {
     assert!(encodings.get("RLE_DICTIONARY").is_some_and(|&n| n > 0), "{encodings:?}");
     assert_eq!(encodings.get("PLAIN"), None, "term set hashes written plain: the dictionary was given up ({encodings:?})");
     assert_eq!(group.column(at).num_values(), (documents * words_each) as i64);
+    // Hashes that do not compress are written as they are; ids and term
+    // sets keep the session's zstd (sql/40_fingerprints.sql).
+    let codecs: std::collections::BTreeMap<String, String> =
+        group.columns().iter().map(|c| (c.column_path().string(), format!("{:?}", c.compression()))).collect();
+    for (column, codec) in [("simhash", "UNCOMPRESSED"), ("shingles.list.item", "UNCOMPRESSED"), ("id", "ZSTD"), ("term_set.list.item", "ZSTD")] {
+        assert!(codecs.get(column).is_some_and(|c| c.starts_with(codec)), "{column}: {codecs:?}");
+    }
 }
 
 /// Fingerprints of long documents come in row groups of about 2^23
